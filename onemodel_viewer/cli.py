@@ -1,0 +1,96 @@
+"""Command line: argument parsing and dispatch. Heavy imports happen per command.
+
+Contract (scripts rely on it; see README):
+
+=====================================================  ==========================================
+``onemodel-view FILE``                                 the viewer (0)
+``onemodel-view --diff A B``                           the viewer in diff mode (0)
+``onemodel-view --check [--json] [--strict] FILE...``  0 all valid, 1 a problem, 2 usage
+``onemodel-view --diff A B --json`` / ``--summary``    0 equal, 1 different, 2 error
+``onemodel-view --convert SRC.onnx DST.onemodel``      0 ok, 1 error
+``onemodel-view --export SRC.onemodel DST.onnx``       0 ok, 1 error
+=====================================================  ==========================================
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="onemodel-view",
+        description="View, check, diff and convert OneModel (.onemodel) and ONNX files.",
+    )
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--check", action="store_true", help="validate FILE... and report every problem")
+    mode.add_argument("--diff", action="store_true", help="compare two files A B")
+    mode.add_argument("--convert", action="store_true", help="convert SRC.onnx to DST.onemodel")
+    mode.add_argument("--export", action="store_true", help="export SRC.onemodel to DST.onnx")
+    p.add_argument("--json", action="store_true", help="machine-readable output (--check, --diff)")
+    p.add_argument("--summary", action="store_true", help="readable report instead of the viewer (--diff)")
+    p.add_argument("--strict", action="store_true", help="--check: findings count as failures too")
+    p.add_argument("files", nargs="*", metavar="FILE")
+    from . import __version__
+
+    p.add_argument("--version", action="version", version=f"onemodel-view {__version__}")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    files = args.files
+
+    def need(n: int | None, what: str) -> None:
+        if (n is None and not files) or (n is not None and len(files) != n):
+            parser.error(f"{what}")
+
+    if args.json and not (args.check or args.diff):
+        parser.error("--json goes with --check or --diff")
+    if args.summary and not args.diff:
+        parser.error("--summary goes with --diff")
+    if args.strict and not args.check:
+        parser.error("--strict goes with --check")
+
+    try:
+        if args.check:
+            need(None, "--check needs at least one FILE")
+            from .commands.check import run_check
+
+            return run_check(files, as_json=args.json, strict=args.strict)
+        if args.convert:
+            need(2, "--convert needs SRC.onnx DST.onemodel")
+            from .commands.convert import run_convert
+
+            return run_convert(files[0], files[1])
+        if args.export:
+            need(2, "--export needs SRC.onemodel DST.onnx")
+            from .commands.convert import run_export
+
+            return run_export(files[0], files[1])
+        if args.diff:
+            need(2, "--diff needs two files A B")
+            if args.json or args.summary:
+                from .commands.diff import run_diff
+
+                return run_diff(files[0], files[1], as_json=args.json)
+            from .tui.app import run_diff_viewer
+
+            return run_diff_viewer(files[0], files[1])
+        need(1, "give one FILE to view (or --check/--diff/--convert/--export)")
+        from .tui.app import run_viewer
+
+        return run_viewer(files[0])
+    except KeyboardInterrupt:
+        print("onemodel-view: interrupted", file=sys.stderr)
+        return 130
+
+
+def entry() -> None:
+    sys.exit(main())
+
+
+if __name__ == "__main__":  # pragma: no cover
+    entry()

@@ -1,0 +1,334 @@
+"""Immutable records of a loaded model (spec section 2), shared by both sources.
+
+A OneModel file and an imported ONNX file produce the same records. Each record
+carries ``where``: its manifest path (``manifest.graph.nodes[3]``) for OneModel
+files, or an equivalent path for ONNX (``onnx.graph.nodes[3]``). Tensors carry
+their byte span; their bytes are read only when :meth:`Tensor.raw` or
+:meth:`Tensor.values` is called.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+import struct
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Union
+
+from .dtypes import DTYPES, STRING, DType, name_of
+from .errors import FormatError, Kind
+
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
+
+    from .storage import Storage
+
+
+class AttrType(enum.IntEnum):
+    """ONNX ``AttributeProto.AttributeType`` (spec section 2.4)."""
+
+    UNDEFINED = 0
+    FLOAT = 1
+    INT = 2
+    STRING = 3
+    TENSOR = 4
+    GRAPH = 5
+    FLOATS = 6
+    INTS = 7
+    STRINGS = 8
+    TENSORS = 9
+    GRAPHS = 10
+    SPARSE_TENSOR = 11
+    SPARSE_TENSORS = 12
+    TYPE_PROTO = 13
+    TYPE_PROTOS = 14
+
+
+def float_from_bits(bits: int) -> float:
+    """The value of a 32-bit IEEE-754 pattern (NaN payloads are lost in a Python float: keep the bits)."""
+    return struct.unpack("<f", struct.pack("<I", bits))[0]
+
+
+def bits_from_float(value: float) -> int:
+    return struct.unpack("<I", struct.pack("<f", value))[0]
+
+
+@dataclass(frozen=True, slots=True)
+class Type:
+    """A value type (spec section 2.7)."""
+
+    kind: str
+    """``tensor``, ``sparse_tensor``, ``sequence``, ``optional``, ``map`` or ``opaque``."""
+    elem: int = 0
+    """Element type code (tensor, sparse_tensor)."""
+    shape: tuple[int | str | None, ...] | None = None
+    """Dims (int fixed, str named, None unknown); None when the rank is unknown."""
+    inner: "Type | None" = None
+    """Element type of sequence/optional, value type of map."""
+    key: int = 0
+    """Key element type code (map)."""
+    domain: str = ""
+    name: str = ""
+    """Opaque type's domain and name."""
+    where: str = ""
+
+    def __str__(self) -> str:
+        if self.kind in ("tensor", "sparse_tensor"):
+            dims = "" if self.shape is None else "[" + ",".join("?" if d is None else str(d) for d in self.shape) + "]"
+            prefix = "sparse " if self.kind == "sparse_tensor" else ""
+            return f"{prefix}{name_of(self.elem)}{dims}"
+        if self.kind in ("sequence", "optional"):
+            return f"{self.kind}<{self.inner}>"
+        if self.kind == "map":
+            return f"map<{name_of(self.key)},{self.inner}>"
+        if self.kind == "opaque":
+            return f"opaque<{self.domain}:{self.name}>"
+        return self.kind
+
+
+@dataclass(frozen=True, slots=True)
+class ValueInfo:
+    """A TypedName: graph input, output or value_info entry."""
+
+    name: str
+    type: Type | None = None
+    where: str = ""
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Tensor:
+    """A tensor (spec section 2.5). Bytes stay in their storage until asked for."""
+
+    name: str
+    dtype: int
+    """``TensorProto.DataType`` code."""
+    dims: tuple[int, ...]
+    doc: str = ""
+    offset: int = 0
+    """``data.offset`` as in the manifest: relative to the data region (OneModel); 0 for other sources."""
+    length: int = 0
+    """Byte length of the stored data (``ceil(count * bits / 8)``)."""
+    file_offset: int | None = None
+    """Absolute offset of the bytes in ``storage`` (for OneModel: in the file); None for string tensors."""
+    storage: "Storage | None" = field(default=None, repr=False)
+    strings: tuple[bytes, ...] | None = None
+    """Elements of a string tensor (dtype 8)."""
+    where: str = ""
+
+    @property
+    def info(self) -> DType | None:
+        return DTYPES.get(self.dtype)
+
+    @property
+    def count(self) -> int:
+        return math.prod(self.dims)
+
+    @property
+    def is_string(self) -> bool:
+        return self.dtype == STRING
+
+    def type_str(self) -> str:
+        return f"{name_of(self.dtype)}[{','.join(map(str, self.dims))}]"
+
+    def raw(self) -> "np.ndarray":
+        """The stored bytes as a zero-copy read-only ``uint8`` view."""
+        import numpy as np
+
+        if self.is_string:
+            raise FormatError(Kind.UNSUPPORTED, self.where, None, "string tensors have no byte data")
+        if self.storage is None or self.file_offset is None:
+            return np.zeros(0, dtype=np.uint8)
+        return self.storage.view(self.file_offset, self.length)
+
+    def values(self) -> "np.ndarray":
+        """Decoded elements with ``dims`` as shape (zero-copy for types of 8 bits or more)."""
+        import numpy as np
+
+        from .dtypes import decode
+
+        if self.is_string:
+            return np.array(self.strings or (), dtype=object).reshape(self.dims)
+        info = self.info
+        if info is None:
+            raise FormatError(Kind.UNSUPPORTED, self.where + ".dtype", None, f"unknown dtype {self.dtype}")
+        return decode(self.raw(), info, self.count).reshape(self.dims)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class SparseTensor:
+    """A sparse tensor (spec section 2.6). ``values.name`` is its name."""
+
+    values: Tensor
+    indices: Tensor
+    dims: tuple[int, ...]
+    where: str = ""
+
+    @property
+    def name(self) -> str:
+        return self.values.name
+
+
+AttrValue = Union[int, bytes, Tensor, "Graph", SparseTensor, Type, tuple, None]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Attribute:
+    """A node attribute or function attribute default (spec section 2.4).
+
+    ``value`` by ``type``: FLOAT an ``int`` (the 32-bit pattern; see :attr:`float_value`),
+    INT ``int``, STRING ``bytes``, TENSOR :class:`Tensor`, GRAPH :class:`Graph`,
+    FLOATS ``tuple[int]`` of bit patterns, INTS ``tuple[int]``, STRINGS ``tuple[bytes]``,
+    TENSORS/GRAPHS/SPARSE_TENSORS/TYPE_PROTOS tuples of records, SPARSE_TENSOR
+    :class:`SparseTensor`, TYPE_PROTO :class:`Type`; ``None`` when ``ref`` is set.
+    """
+
+    name: str
+    type: int
+    value: AttrValue = None
+    ref: str = ""
+    doc: str = ""
+    where: str = ""
+
+    @property
+    def float_value(self) -> float | tuple[float, ...] | None:
+        if self.type == AttrType.FLOAT and isinstance(self.value, int):
+            return float_from_bits(self.value)
+        if self.type == AttrType.FLOATS and isinstance(self.value, tuple):
+            return tuple(float_from_bits(b) for b in self.value)
+        return None
+
+    def graphs(self) -> tuple["Graph", ...]:
+        """Graph-valued contents (GRAPH, GRAPHS)."""
+        if self.type == AttrType.GRAPH and self.value is not None:
+            return (self.value,)  # type: ignore[return-value]
+        if self.type == AttrType.GRAPHS and self.value is not None:
+            return tuple(self.value)  # type: ignore[arg-type]
+        return ()
+
+    def tensors(self) -> tuple[Tensor, ...]:
+        """Tensor-valued contents in writer order (TENSOR, TENSORS, sparse values then indices)."""
+        v = self.value
+        if self.type == AttrType.TENSOR and v is not None:
+            return (v,)  # type: ignore[return-value]
+        if self.type == AttrType.TENSORS and v is not None:
+            return tuple(v)  # type: ignore[arg-type]
+        if self.type == AttrType.SPARSE_TENSOR and v is not None:
+            return (v.values, v.indices)  # type: ignore[union-attr]
+        if self.type == AttrType.SPARSE_TENSORS and v is not None:
+            return tuple(t for s in v for t in (s.values, s.indices))  # type: ignore[union-attr]
+        return ()
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Node:
+    """A node (spec section 2.3)."""
+
+    op: str
+    name: str = ""
+    domain: str = ""
+    overload: str = ""
+    doc: str = ""
+    inputs: tuple[str, ...] = ()
+    outputs: tuple[str, ...] = ()
+    attributes: tuple[Attribute, ...] = ()
+    where: str = ""
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Graph:
+    """A graph (spec section 2.2)."""
+
+    name: str = ""
+    doc: str = ""
+    inputs: tuple[ValueInfo, ...] = ()
+    outputs: tuple[ValueInfo, ...] = ()
+    value_info: tuple[ValueInfo, ...] = ()
+    initializers: tuple[Tensor, ...] = ()
+    sparse_initializers: tuple[SparseTensor, ...] = ()
+    nodes: tuple[Node, ...] = ()
+    """Nodes as stored in the file."""
+    order: tuple[int, ...] | None = None
+    """Indices into ``nodes`` in dependency order (section 3 rule 3); None when not resolved."""
+    where: str = ""
+
+    def ordered_nodes(self) -> tuple[Node, ...]:
+        if self.order is None:
+            return self.nodes
+        return tuple(self.nodes[i] for i in self.order)
+
+
+@dataclass(frozen=True, slots=True)
+class OperatorSet:
+    domain: str
+    version: int
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Function:
+    """A model-local function (spec section 2.8). Carried, not expanded."""
+
+    name: str
+    domain: str = ""
+    overload: str = ""
+    doc: str = ""
+    inputs: tuple[str, ...] = ()
+    outputs: tuple[str, ...] = ()
+    attribute_names: tuple[str, ...] = ()
+    attribute_defaults: tuple[Attribute, ...] = ()
+    nodes: tuple[Node, ...] = ()
+    opsets: tuple[OperatorSet, ...] = ()
+    where: str = ""
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Model:
+    """The top-level object (spec section 2.1)."""
+
+    ir_version: int
+    graph: Graph
+    format_version: int = 1
+    producer_name: str = ""
+    producer_version: str = ""
+    domain: str = ""
+    doc: str = ""
+    model_version: int = 0
+    opsets: tuple[OperatorSet, ...] = ()
+    metadata: tuple[tuple[str, str], ...] = ()
+    functions: tuple[Function, ...] = ()
+    where: str = "manifest"
+
+
+def walk_graphs(graph: Graph, where: str | None = None):
+    """Yield ``graph`` and every graph nested in its nodes' attributes, depth first, in place."""
+    yield graph
+    for node in graph.nodes:
+        for attr in node.attributes:
+            for sub in attr.graphs():
+                yield from walk_graphs(sub)
+
+
+def all_tensors(model: Model):
+    """Every tensor in the writer's order of section 1.3 (sparse: values then indices)."""
+
+    def graph_tensors(g: Graph):
+        yield from g.initializers
+        for s in g.sparse_initializers:
+            yield s.values
+            yield s.indices
+        for node in g.nodes:
+            yield from node_tensors(node)
+
+    def node_tensors(node: Node):
+        for attr in node.attributes:
+            yield from attr.tensors()
+            for sub in attr.graphs():
+                yield from graph_tensors(sub)
+
+    yield from graph_tensors(model.graph)
+    for f in model.functions:
+        for node in f.nodes:
+            yield from node_tensors(node)
+        for attr in f.attribute_defaults:
+            yield from attr.tensors()
+            for sub in attr.graphs():
+                yield from graph_tensors(sub)
