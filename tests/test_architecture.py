@@ -1,0 +1,33 @@
+"""The core never imports the UI (STYLE.md rule 1)."""
+
+import subprocess
+import sys
+
+CORE = [
+    "onemodel_viewer.format",
+    "onemodel_viewer.format.reader",
+    "onemodel_viewer.format.writer",
+    "onemodel_viewer.format.onnx_bridge",
+    "onemodel_viewer.analysis.layout",
+    "onemodel_viewer.analysis.stats",
+    "onemodel_viewer.analysis.diff",
+]
+
+
+def test_core_imports_without_textual_or_rich():
+    code = (
+        "import sys\n"
+        "sys.modules['textual'] = None\n"
+        "sys.modules['rich'] = None\n"
+        f"import importlib\nfor m in {CORE!r}:\n    importlib.import_module(m)\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_reader_path_imports_no_numpy_onnx_textual():
+    code = (
+        "import sys, onemodel_viewer.format.reader\n"
+        "bad = [m for m in ('numpy', 'onnx', 'textual', 'rich') if m in sys.modules]\n"
+        "assert not bad, bad\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
