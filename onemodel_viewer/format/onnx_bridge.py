@@ -1,0 +1,780 @@
+"""ONNX <-> schema records, both ways.
+
+:func:`import_onnx` loads an ONNX file (without its external data) and converts
+every construct into the records of :mod:`.schema`; tensor bytes stay where
+they are: ``raw_data`` is kept as the bytes object protobuf hands out, typed
+fields (``float_data``, ``int32_data``...) are re-encoded into the ``raw_data``
+layout, and external data becomes a zero-copy view of the external file, after
+its location has been checked to stay inside the model's folder.
+
+:func:`model_to_proto` / :func:`export_onnx` go the other way: ``raw_data``
+for every tensor (``string_data`` for strings), float attributes rebuilt from
+their bit patterns so NaN payloads and -0.0 survive, and weights moved to an
+external ``<dst>.data`` file (streamed) when they would not fit in a protobuf.
+
+Decisions (see the report / README format notes):
+
+* an external ``location`` that is absolute, contains ``..``, or resolves
+  (symlinks included) outside the model's folder is **Malformed** at
+  ``<tensor>.external_data.location`` and is never opened; a missing or
+  unreadable external file is **Io**; a range past its end is **Malformed**;
+  a length not matching dims and dtype is **InvalidModel**;
+* unparseable protobuf is **Malformed** at ``onnx``;
+* fields the format cannot carry (``metadata_props`` of graphs/nodes/values,
+  ``denotation``, ``quantization_annotation``, function ``value_info``,
+  ``training_info``, ``configuration``, node ``device_configurations``) are
+  dropped with a ``dropped-field`` finding; a negative ``dim_value`` becomes an
+  unknown dimension with a ``negative-dim`` finding (CLARIFICATIONS).
+
+numpy and onnx are imported inside functions only.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import stat
+import struct
+from typing import TYPE_CHECKING, Iterable
+
+from .document import Document
+from .dtypes import DTYPES, STRING
+from .errors import Finding, FormatError, Kind, Problem
+from .schema import (
+    Attribute,
+    AttrType,
+    Function,
+    Graph,
+    Model,
+    Node,
+    OperatorSet,
+    SparseTensor,
+    Tensor,
+    Type,
+    ValueInfo,
+    all_tensors,
+    bits_from_float,
+)
+from .storage import BytesStorage, FileStorage
+
+if TYPE_CHECKING:  # pragma: no cover
+    import onnx
+
+__all__ = ["import_onnx", "import_proto", "model_to_proto", "export_onnx", "PROTO_LIMIT", "EXTERNAL_THRESHOLD"]
+
+PROTO_LIMIT = 2_000_000_000
+"""Tensor bytes above which :func:`export_onnx` moves weights to external data (protobuf caps a message at 2 GiB)."""
+EXTERNAL_THRESHOLD = 1024
+"""Tensors of at least this many bytes go to the external file when weights are external (onnx's own default)."""
+
+_EXTERNAL = 1  # TensorProto.EXTERNAL
+
+
+# ---------------------------------------------------------------------------------------------
+# Protobuf wire helpers: exact float bit patterns
+# ---------------------------------------------------------------------------------------------
+
+
+def _varint(buf: bytes, pos: int) -> tuple[int, int]:
+    result = shift = 0
+    while True:
+        if pos >= len(buf):
+            raise ValueError("truncated varint")
+        b = buf[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if b < 0x80:
+            return result, pos
+        shift += 7
+        if shift > 70:
+            raise ValueError("varint too long")
+
+
+def _fixed32_fields(buf: bytes, field: int) -> list[int]:
+    """Every 32-bit value of ``field`` (fixed32 or packed) in a serialized message, in order."""
+    out: list[int] = []
+    pos, n = 0, len(buf)
+    while pos < n:
+        key, pos = _varint(buf, pos)
+        num, wt = key >> 3, key & 7
+        if wt == 0:
+            _, pos = _varint(buf, pos)
+        elif wt == 1:
+            pos += 8
+        elif wt == 5:
+            if num == field:
+                out.append(struct.unpack_from("<I", buf, pos)[0])
+            pos += 4
+        elif wt == 2:
+            ln, pos = _varint(buf, pos)
+            if num == field:
+                out.extend(struct.unpack_from(f"<{ln // 4}I", buf, pos))
+            pos += ln
+        else:
+            raise ValueError(f"unexpected wire type {wt}")
+    return out
+
+
+def _float_bits(values, proto, field: int) -> tuple[int, ...]:
+    """Bit patterns of a float field; re-read from the wire only when a NaN may have been quieted."""
+    vals = list(values)
+    if not any(v != v for v in vals):
+        return tuple(bits_from_float(v) for v in vals)
+    return tuple(_fixed32_fields(proto.SerializeToString(), field))
+
+
+def _varint_bytes(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+# ---------------------------------------------------------------------------------------------
+# Import
+# ---------------------------------------------------------------------------------------------
+
+
+def _unsafe_location(loc: str) -> bool:
+    if not loc or "\x00" in loc:
+        return True
+    if os.path.isabs(loc) or loc.startswith(("/", "\\")) or (len(loc) > 1 and loc[1] == ":"):
+        return True
+    parts = loc.replace("\\", "/").split("/")
+    return ".." in parts
+
+
+class _Importer:
+    def __init__(self, path: str, mode: str) -> None:
+        self.path = path
+        self.base = os.path.dirname(os.path.abspath(path))
+        self.strict = mode == "strict"
+        self.problems: list[Problem] = []
+        self.findings: list[Finding] = []
+        self.storages: dict[str, FileStorage] = {}
+
+    # -- reporting
+    def problem(self, kind: Kind, where: str, message: str, offset: int | None = None) -> None:
+        if self.strict:
+            raise FormatError(kind, where, offset, message)
+        self.problems.append(Problem(kind, where, offset, message))
+
+    def dropped(self, proto, fields: Iterable[str], where: str) -> None:
+        for f in fields:
+            present = len(getattr(proto, f)) > 0
+            if present:
+                self.findings.append(Finding("dropped-field", f"{where}.{f}", None, f"ONNX field {f} has no place in the OneModel format and is not kept"))
+
+    # -- types
+    def type(self, tp, where: str) -> Type | None:
+        kind = tp.WhichOneof("value")
+        if tp.denotation:
+            self.dropped(tp, ("denotation",), where)
+        if kind is None:
+            return None
+        if kind in ("tensor_type", "sparse_tensor_type"):
+            tt = getattr(tp, kind)
+            shape = None
+            if tt.HasField("shape"):
+                dims: list[int | str | None] = []
+                for i, d in enumerate(tt.shape.dim):
+                    which = d.WhichOneof("value")
+                    if which == "dim_value":
+                        if d.dim_value < 0:
+                            self.findings.append(
+                                Finding("negative-dim", f"{where}.shape[{i}]", None, f"dim_value {d.dim_value} written as unknown")
+                            )
+                            dims.append(None)
+                        else:
+                            dims.append(d.dim_value)
+                    elif which == "dim_param":
+                        dims.append(d.dim_param)
+                    else:
+                        dims.append(None)
+                    if d.denotation:
+                        self.dropped(d, ("denotation",), f"{where}.shape[{i}]")
+                shape = tuple(dims)
+            return Type("tensor" if kind == "tensor_type" else "sparse_tensor", elem=tt.elem_type, shape=shape, where=where)
+        if kind in ("sequence_type", "optional_type"):
+            st = getattr(tp, kind)
+            inner = self.type(st.elem_type, where + ".inner") if st.HasField("elem_type") else None
+            return Type("sequence" if kind == "sequence_type" else "optional", inner=inner, where=where)
+        if kind == "map_type":
+            mt = tp.map_type
+            inner = self.type(mt.value_type, where + ".inner") if mt.HasField("value_type") else None
+            return Type("map", key=mt.key_type, inner=inner, where=where)
+        if kind == "opaque_type":
+            return Type("opaque", domain=tp.opaque_type.domain, name=tp.opaque_type.name, where=where)
+        self.problem(Kind.UNSUPPORTED, where + ".kind", f"unsupported type kind {kind}")
+        return None
+
+    def vi(self, v, where: str) -> ValueInfo:
+        self.dropped(v, ("metadata_props",), where)
+        t = self.type(v.type, where + ".type") if v.HasField("type") else None
+        return ValueInfo(v.name, t, where)
+
+    # -- tensors
+    def tensor(self, tp, where: str) -> Tensor:
+        name, dtype, doc = tp.name, tp.data_type, tp.doc_string
+        dims = tuple(tp.dims)
+        self.dropped(tp, ("metadata_props",), where)
+        bad = False
+        for i, d in enumerate(dims):
+            if d < 0:
+                self.problem(Kind.INVALID_MODEL, f"{where}.dims[{i}]", f"negative dimension {d}")
+                bad = True
+        info = DTYPES.get(dtype)
+        if info is None:
+            self.problem(Kind.UNSUPPORTED, where + ".dtype", f"unsupported dtype code {dtype}")
+            bad = True
+        if tp.HasField("segment"):
+            self.problem(Kind.UNSUPPORTED, where + ".segment", "segmented tensors are not supported")
+            bad = True
+        if bad:
+            return Tensor(name, dtype, tuple(max(d, 0) for d in dims), doc, where=where)
+        count = math.prod(dims)
+        if count >= 1 << 60:
+            self.problem(Kind.UNSUPPORTED, where + ".dims", "element count is 2^60 or more")
+            return Tensor(name, dtype, dims, doc, where=where)
+        if dtype == STRING:
+            strings = tuple(tp.string_data)
+            if len(strings) != count:
+                self.problem(Kind.INVALID_MODEL, where + ".string_data", f"{len(strings)} strings for {count} elements")
+            return Tensor(name, dtype, dims, doc, strings=strings, where=where)
+        expected = info.byte_length(count)
+        if tp.data_location == _EXTERNAL:
+            return self.external(tp, name, dtype, dims, doc, expected, where)
+        if tp.data_location != 0:
+            self.problem(Kind.UNSUPPORTED, where + ".data_location", f"unknown data_location {tp.data_location}")
+            return Tensor(name, dtype, dims, doc, where=where)
+        if tp.HasField("raw_data"):
+            raw = tp.raw_data
+            if len(raw) != expected:
+                self.problem(Kind.INVALID_MODEL, where + ".raw_data", f"{len(raw)} bytes of raw_data, {expected} expected from dims and dtype")
+                return Tensor(name, dtype, dims, doc, where=where)
+            if expected == 0:
+                return Tensor(name, dtype, dims, doc, where=where)
+            return Tensor(name, dtype, dims, doc, 0, expected, 0, BytesStorage(raw, where), where=where)
+        if expected == 0:
+            return Tensor(name, dtype, dims, doc, where=where)
+        try:
+            raw = self.typed_bytes(tp, info)
+        except FormatError:
+            raise
+        except Exception as e:  # numpy_helper raises ValueError/TypeError on a count mismatch
+            self.problem(Kind.INVALID_MODEL, where, f"typed data does not match dims and dtype: {e}")
+            return Tensor(name, dtype, dims, doc, where=where)
+        if len(raw) != expected:
+            self.problem(Kind.INVALID_MODEL, where, f"typed data gives {len(raw)} bytes, {expected} expected")
+            return Tensor(name, dtype, dims, doc, where=where)
+        return Tensor(name, dtype, dims, doc, 0, expected, 0, BytesStorage(raw, where), where=where)
+
+    def typed_bytes(self, tp, info) -> bytes:
+        """The raw_data layout of a tensor stored in typed fields."""
+        import numpy as np
+        from onnx import numpy_helper
+
+        from .dtypes import encode
+
+        if info.code in (1, 14):  # float_data: keep exact bit patterns (NaN payloads)
+            bits = _float_bits(tp.float_data, tp, 4)
+            need = math.prod(tp.dims) * (2 if info.code == 14 else 1)
+            if len(bits) != need:
+                raise ValueError(f"{len(bits)} values for {need}")
+            return np.asarray(bits, dtype="<u4").tobytes()
+        arr = numpy_helper.to_array(tp)
+        return encode(arr, info)
+
+    def external(self, tp, name, dtype, dims, doc, expected: int, where: str) -> Tensor:
+        empty = Tensor(name, dtype, dims, doc, where=where)
+        kv = {e.key: e.value for e in tp.external_data}
+        loc = kv.get("location", "")
+        w = where + ".external_data"
+        if _unsafe_location(loc):
+            self.problem(Kind.MALFORMED, w + ".location", f"external data location {loc!r} is absolute, empty or leaves the model's folder")
+            return empty
+        try:
+            offset = int(kv.get("offset", "0"))
+            length = int(kv["length"]) if "length" in kv else expected
+        except ValueError:
+            self.problem(Kind.MALFORMED, w, "external data offset/length is not an integer")
+            return empty
+        if offset < 0 or length < 0:
+            self.problem(Kind.MALFORMED, w + ".offset", "negative external data offset or length")
+            return empty
+        if length != expected:
+            self.problem(Kind.INVALID_MODEL, w + ".length", f"{length} bytes of external data, {expected} expected from dims and dtype")
+            return empty
+        base = os.path.realpath(self.base)
+        full = os.path.realpath(os.path.join(base, loc))
+        try:
+            inside = os.path.commonpath([base, full]) == base and full != base
+        except ValueError:
+            inside = False
+        if not inside:
+            self.problem(Kind.MALFORMED, w + ".location", f"external data location {loc!r} resolves outside the model's folder")
+            return empty
+        storage = self.storages.get(full)
+        if storage is None:
+            try:
+                st = os.stat(full)
+            except OSError as e:
+                self.problem(Kind.IO, w + ".location", f"cannot open external data {loc!r}: {e.strerror or e}")
+                return empty
+            if not stat.S_ISREG(st.st_mode):
+                self.problem(Kind.IO, w + ".location", f"external data {loc!r} is not a regular file")
+                return empty
+            try:
+                storage = FileStorage(full)
+            except FormatError as e:
+                self.problem(Kind.IO, w + ".location", f"cannot read external data {loc!r}: {e.message}")
+                return empty
+            self.storages[full] = storage
+        if offset + length > storage.size:
+            self.problem(Kind.MALFORMED, w + ".offset", f"external data range {offset}+{length} outside {loc!r} ({storage.size} bytes)", offset)
+            return empty
+        if length == 0:
+            return empty
+        return Tensor(name, dtype, dims, doc, 0, length, offset, storage, where=where)
+
+    def sparse(self, sp, where: str) -> SparseTensor:
+        values = self.tensor(sp.values, where + ".values")
+        indices = self.tensor(sp.indices, where + ".indices")
+        return SparseTensor(values, indices, tuple(sp.dims), where)
+
+    # -- attributes, nodes, graphs
+    def attr(self, ap, where: str) -> Attribute:
+        t, w = ap.type, where + ".value"
+        if ap.ref_attr_name:
+            return Attribute(ap.name, t, None, ap.ref_attr_name, ap.doc_string, where)
+        if t == AttrType.UNDEFINED:
+            t = _infer_attr_type(ap)
+            if t == AttrType.UNDEFINED:
+                self.problem(Kind.MALFORMED, where + ".type", "attribute without a type")
+                return Attribute(ap.name, 0, None, "", ap.doc_string, where)
+        v: object
+        if t == AttrType.FLOAT:
+            v = _float_bits([ap.f], ap, 2)[-1] if ap.f != ap.f else bits_from_float(ap.f)
+        elif t == AttrType.INT:
+            v = ap.i
+        elif t == AttrType.STRING:
+            v = ap.s
+        elif t == AttrType.TENSOR:
+            v = self.tensor(ap.t, w)
+        elif t == AttrType.GRAPH:
+            v = self.graph(ap.g, w)
+        elif t == AttrType.FLOATS:
+            v = _float_bits(ap.floats, ap, 7)
+        elif t == AttrType.INTS:
+            v = tuple(ap.ints)
+        elif t == AttrType.STRINGS:
+            v = tuple(ap.strings)
+        elif t == AttrType.TENSORS:
+            v = tuple(self.tensor(x, f"{w}[{i}]") for i, x in enumerate(ap.tensors))
+        elif t == AttrType.GRAPHS:
+            v = tuple(self.graph(x, f"{w}[{i}]") for i, x in enumerate(ap.graphs))
+        elif t == AttrType.SPARSE_TENSOR:
+            v = self.sparse(ap.sparse_tensor, w)
+        elif t == AttrType.SPARSE_TENSORS:
+            v = tuple(self.sparse(x, f"{w}[{i}]") for i, x in enumerate(ap.sparse_tensors))
+        elif t == AttrType.TYPE_PROTO:
+            v = self.type(ap.tp, w)
+            if v is None:
+                self.problem(Kind.UNSUPPORTED, w, "empty TypeProto attribute")
+        elif t == AttrType.TYPE_PROTOS:
+            v = tuple(x for x in (self.type(x, f"{w}[{i}]") for i, x in enumerate(ap.type_protos)) if x is not None)
+        else:
+            self.problem(Kind.UNSUPPORTED, where + ".type", f"unsupported attribute type {t}")
+            v = None
+        return Attribute(ap.name, int(t), v, "", ap.doc_string, where)
+
+    def node(self, np_, where: str) -> Node:
+        self.dropped(np_, ("metadata_props", "device_configurations"), where)
+        attrs = tuple(self.attr(a, f"{where}.attributes[{i}]") for i, a in enumerate(np_.attribute))
+        return Node(np_.op_type, np_.name, np_.domain, np_.overload, np_.doc_string, tuple(np_.input), tuple(np_.output), attrs, where)
+
+    def graph(self, gp, where: str) -> Graph:
+        self.dropped(gp, ("quantization_annotation", "metadata_props"), where)
+        return Graph(
+            name=gp.name,
+            doc=gp.doc_string,
+            inputs=tuple(self.vi(v, f"{where}.inputs[{i}]") for i, v in enumerate(gp.input)),
+            outputs=tuple(self.vi(v, f"{where}.outputs[{i}]") for i, v in enumerate(gp.output)),
+            value_info=tuple(self.vi(v, f"{where}.value_info[{i}]") for i, v in enumerate(gp.value_info)),
+            initializers=tuple(self.tensor(t, f"{where}.initializers[{i}]") for i, t in enumerate(gp.initializer)),
+            sparse_initializers=tuple(self.sparse(s, f"{where}.sparse_initializers[{i}]") for i, s in enumerate(gp.sparse_initializer)),
+            nodes=tuple(self.node(n, f"{where}.nodes[{i}]") for i, n in enumerate(gp.node)),
+            where=where,
+        )
+
+    def function(self, fp, where: str) -> Function:
+        self.dropped(fp, ("value_info", "metadata_props"), where)
+        return Function(
+            name=fp.name,
+            domain=fp.domain,
+            overload=fp.overload,
+            doc=fp.doc_string,
+            inputs=tuple(fp.input),
+            outputs=tuple(fp.output),
+            attribute_names=tuple(fp.attribute),
+            attribute_defaults=tuple(self.attr(a, f"{where}.attribute_defaults[{i}]") for i, a in enumerate(fp.attribute_proto)),
+            nodes=tuple(self.node(n, f"{where}.nodes[{i}]") for i, n in enumerate(fp.node)),
+            opsets=tuple(OperatorSet(o.domain, o.version) for o in fp.opset_import),
+            where=where,
+        )
+
+    def model(self, mp) -> Model:
+        self.dropped(mp, ("training_info", "configuration"), "onnx")
+        return Model(
+            ir_version=mp.ir_version,
+            graph=self.graph(mp.graph, "onnx.graph"),
+            producer_name=mp.producer_name,
+            producer_version=mp.producer_version,
+            domain=mp.domain,
+            doc=mp.doc_string,
+            model_version=mp.model_version,
+            opsets=tuple(OperatorSet(o.domain, o.version) for o in mp.opset_import),
+            metadata=tuple((p.key, p.value) for p in mp.metadata_props),
+            functions=tuple(self.function(f, f"onnx.functions[{i}]") for i, f in enumerate(mp.functions)),
+            where="onnx",
+        )
+
+
+def _infer_attr_type(ap) -> int:
+    """ONNX before IR 4 may leave ``type`` unset: infer it from the one field that is set."""
+    for field, t in (("f", 1), ("i", 2), ("s", 3), ("t", 4), ("g", 5), ("sparse_tensor", 11), ("tp", 13)):
+        if ap.HasField(field):
+            return t
+    for field, t in (("floats", 6), ("ints", 7), ("strings", 8), ("tensors", 9), ("graphs", 10), ("sparse_tensors", 12), ("type_protos", 14)):
+        if len(getattr(ap, field)):
+            return t
+    return 0
+
+
+def import_proto(mp: "onnx.ModelProto", path: str = "model.onnx", mode: str = "strict") -> tuple[Model, list[Problem], list[Finding], tuple[str, ...]]:
+    """Convert a loaded ModelProto; external data is resolved against ``path``'s folder."""
+    imp = _Importer(os.fspath(path), mode)
+    try:
+        model = imp.model(mp)
+    except RecursionError as e:
+        raise FormatError(Kind.UNSUPPORTED, "onnx", None, "the model is nested too deeply") from e
+    return model, imp.problems, imp.findings, tuple(imp.storages)
+
+
+def import_onnx(path: str | os.PathLike, mode: str = "strict") -> Document:
+    """Open an ONNX file as a :class:`Document` (source ``"onnx"``).
+
+    ``strict`` raises the first problem as :class:`FormatError`; ``diagnose``
+    collects problems (a tensor whose bytes cannot be used then has no storage).
+    """
+    if mode not in ("strict", "diagnose"):
+        raise ValueError(f"mode must be 'strict' or 'diagnose', not {mode!r}")
+    path = os.fspath(path)
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise FormatError(Kind.IO, "file", None, f"cannot read: {e.strerror or e}") from e
+    import onnx
+
+    mp = onnx.ModelProto()
+    try:
+        mp.ParseFromString(data)
+    except Exception as e:  # google.protobuf.message.DecodeError and friends
+        raise FormatError(Kind.MALFORMED, "onnx", None, f"not a valid ONNX protobuf: {e}") from e
+    size = len(data)
+    del data
+    if not mp.HasField("graph"):
+        problem = Problem(Kind.MALFORMED, "onnx.graph", None, "the ONNX model has no graph")
+        if mode == "strict":
+            raise FormatError.from_problem(problem)
+        return Document(path, "onnx", size, problems=[problem])
+    try:
+        model, problems, findings, external = import_proto(mp, path, mode)
+    except FormatError:
+        raise
+    except RecursionError as e:
+        raise FormatError(Kind.UNSUPPORTED, "onnx", None, "the model is nested too deeply") from e
+    return Document(path, "onnx", size, model=model, problems=problems, findings=findings, external_files=external)
+
+
+# ---------------------------------------------------------------------------------------------
+# Export
+# ---------------------------------------------------------------------------------------------
+
+
+class _Exporter:
+    def __init__(self, external: dict[int, tuple[str, int, int]] | None) -> None:
+        self.external = external or {}
+
+    def tensor(self, t: Tensor, tp) -> None:
+        tp.name = t.name
+        tp.data_type = t.dtype
+        tp.dims.extend(t.dims)
+        if t.doc:
+            tp.doc_string = t.doc
+        if t.dtype == STRING:
+            tp.string_data.extend(t.strings or ())
+            return
+        ext = self.external.get(id(t))
+        if ext is not None:
+            loc, off, ln = ext
+            tp.data_location = _EXTERNAL
+            for k, v in (("location", loc), ("offset", str(off)), ("length", str(ln))):
+                e = tp.external_data.add()
+                e.key, e.value = k, v
+            return
+        tp.raw_data = t.storage.read(t.file_offset, t.length) if (t.length and t.storage is not None) else b""
+
+    def sparse(self, s: SparseTensor, sp) -> None:
+        self.tensor(s.values, sp.values)
+        self.tensor(s.indices, sp.indices)
+        sp.dims.extend(s.dims)
+
+    def type(self, t: Type, tp) -> None:
+        k = t.kind
+        if k in ("tensor", "sparse_tensor"):
+            tt = tp.tensor_type if k == "tensor" else tp.sparse_tensor_type
+            tt.elem_type = t.elem
+            if t.shape is not None:
+                tt.shape.SetInParent()
+                for d in t.shape:
+                    dim = tt.shape.dim.add()
+                    if isinstance(d, int):
+                        dim.dim_value = d
+                    elif isinstance(d, str):
+                        dim.dim_param = d
+        elif k in ("sequence", "optional"):
+            st = tp.sequence_type if k == "sequence" else tp.optional_type
+            st.SetInParent()
+            if t.inner is not None:
+                self.type(t.inner, st.elem_type)
+        elif k == "map":
+            tp.map_type.key_type = t.key
+            if t.inner is not None:
+                self.type(t.inner, tp.map_type.value_type)
+            else:
+                tp.map_type.SetInParent()
+        elif k == "opaque":
+            tp.opaque_type.SetInParent()
+            tp.opaque_type.domain = t.domain
+            tp.opaque_type.name = t.name
+        else:
+            raise FormatError(Kind.UNSUPPORTED, t.where, None, f"unsupported type kind {k!r}")
+
+    def vi(self, v: ValueInfo, vp) -> None:
+        vp.name = v.name
+        if v.type is not None:
+            self.type(v.type, vp.type)
+
+    def attr(self, a: Attribute, ap) -> None:
+        ap.name = a.name
+        ap.type = a.type
+        if a.doc:
+            ap.doc_string = a.doc
+        if a.ref:
+            ap.ref_attr_name = a.ref
+            return
+        t, v = a.type, a.value
+        if v is None:
+            return
+        if t == AttrType.FLOAT:
+            ap.MergeFromString(b"\x15" + struct.pack("<I", v))  # field 2, fixed32: the exact bits
+        elif t == AttrType.INT:
+            ap.i = v
+        elif t == AttrType.STRING:
+            ap.s = v
+        elif t == AttrType.TENSOR:
+            self.tensor(v, ap.t)
+        elif t == AttrType.GRAPH:
+            self.graph(v, ap.g)
+        elif t == AttrType.FLOATS:
+            if v:
+                payload = struct.pack(f"<{len(v)}I", *v)
+                ap.MergeFromString(b"\x3a" + _varint_bytes(len(payload)) + payload)  # field 7, packed
+        elif t == AttrType.INTS:
+            ap.ints.extend(v)
+        elif t == AttrType.STRINGS:
+            ap.strings.extend(v)
+        elif t == AttrType.TENSORS:
+            for x in v:
+                self.tensor(x, ap.tensors.add())
+        elif t == AttrType.GRAPHS:
+            for x in v:
+                self.graph(x, ap.graphs.add())
+        elif t == AttrType.SPARSE_TENSOR:
+            self.sparse(v, ap.sparse_tensor)
+        elif t == AttrType.SPARSE_TENSORS:
+            for x in v:
+                self.sparse(x, ap.sparse_tensors.add())
+        elif t == AttrType.TYPE_PROTO:
+            self.type(v, ap.tp)
+        elif t == AttrType.TYPE_PROTOS:
+            for x in v:
+                self.type(x, ap.type_protos.add())
+        else:
+            raise FormatError(Kind.UNSUPPORTED, a.where + ".type", None, f"unsupported attribute type {t}")
+
+    def node(self, n: Node, np_) -> None:
+        np_.op_type = n.op
+        if n.name:
+            np_.name = n.name
+        if n.domain:
+            np_.domain = n.domain
+        if n.overload:
+            np_.overload = n.overload
+        if n.doc:
+            np_.doc_string = n.doc
+        np_.input.extend(n.inputs)
+        np_.output.extend(n.outputs)
+        for a in n.attributes:
+            self.attr(a, np_.attribute.add())
+
+    def graph(self, g: Graph, gp) -> None:
+        gp.SetInParent()
+        if g.name:
+            gp.name = g.name
+        if g.doc:
+            gp.doc_string = g.doc
+        for v in g.inputs:
+            self.vi(v, gp.input.add())
+        for v in g.outputs:
+            self.vi(v, gp.output.add())
+        for v in g.value_info:
+            self.vi(v, gp.value_info.add())
+        for t in g.initializers:
+            self.tensor(t, gp.initializer.add())
+        for s in g.sparse_initializers:
+            self.sparse(s, gp.sparse_initializer.add())
+        for n in g.nodes:
+            self.node(n, gp.node.add())
+
+    def function(self, f: Function, fp) -> None:
+        fp.name = f.name
+        if f.domain:
+            fp.domain = f.domain
+        if f.overload:
+            fp.overload = f.overload
+        if f.doc:
+            fp.doc_string = f.doc
+        fp.input.extend(f.inputs)
+        fp.output.extend(f.outputs)
+        fp.attribute.extend(f.attribute_names)
+        for a in f.attribute_defaults:
+            self.attr(a, fp.attribute_proto.add())
+        for n in f.nodes:
+            self.node(n, fp.node.add())
+        for o in f.opsets:
+            op = fp.opset_import.add()
+            op.domain, op.version = o.domain, o.version
+
+    def model(self, m: Model, mp) -> None:
+        mp.ir_version = m.ir_version
+        for o in m.opsets:
+            op = mp.opset_import.add()
+            op.domain, op.version = o.domain, o.version
+        if m.producer_name:
+            mp.producer_name = m.producer_name
+        if m.producer_version:
+            mp.producer_version = m.producer_version
+        if m.domain:
+            mp.domain = m.domain
+        if m.model_version:
+            mp.model_version = m.model_version
+        if m.doc:
+            mp.doc_string = m.doc
+        self.graph(m.graph, mp.graph)
+        for k, v in m.metadata:
+            p = mp.metadata_props.add()
+            p.key, p.value = k, v
+        for f in m.functions:
+            self.function(f, mp.functions.add())
+
+
+def model_to_proto(model: Model, *, external: dict[int, tuple[str, int, int]] | None = None) -> "onnx.ModelProto":
+    """An ONNX ModelProto of ``model``: raw_data for every tensor (bytes copied into the proto).
+
+    ``external`` maps ``id(tensor)`` to ``(location, offset, length)`` for
+    tensors to reference as external data instead (see :func:`export_onnx`).
+    """
+    import onnx
+
+    mp = onnx.ModelProto()
+    _Exporter(external).model(model, mp)
+    return mp
+
+
+def export_onnx(model: Model, path: str | os.PathLike, *, sources: Iterable[str] = (), external: bool | None = None) -> None:
+    """Write ``model`` as an ONNX file at ``path`` (temporary file + rename).
+
+    When the tensors' bytes exceed :data:`PROTO_LIMIT` (or ``external=True``),
+    every tensor of at least :data:`EXTERNAL_THRESHOLD` bytes is streamed into
+    ``<path>.data`` beside it (64-byte aligned) and referenced as external data.
+    Refuses a destination (or its ``.data``) that is a file the model reads.
+    """
+    from . import writer
+
+    dst = os.fspath(path)
+    srcs = set(sources) | writer.model_sources(model)
+    tensors = [t for t in all_tensors(model) if t.dtype != STRING]
+    for t in tensors:
+        if t.length and (t.storage is None or t.file_offset is None):
+            raise FormatError(Kind.INVALID_MODEL, t.where, None, "tensor has no bytes")
+    total = sum(t.length for t in tensors)
+    if external is None:
+        external = total > PROTO_LIMIT
+    data_path = dst + ".data"
+    writer._refuse_sources(dst, srcs)
+    if not external:
+        mp = model_to_proto(model)
+        try:
+            blob = mp.SerializeToString()
+        except Exception as e:  # protobuf refuses messages over 2 GiB
+            raise FormatError(Kind.UNSUPPORTED, "onnx", None, f"cannot serialize the ONNX model: {e}") from e
+        del mp
+        with writer.atomic_output(dst) as f:
+            writer._write_all(f, blob)
+        return
+    writer._refuse_sources(data_path, srcs)
+    location = os.path.basename(data_path)
+    ext: dict[int, tuple[str, int, int]] = {}
+    order: list[Tensor] = []
+    cursor = 0
+    for t in tensors:
+        if t.length >= EXTERNAL_THRESHOLD and id(t) not in ext:
+            off = (cursor + 63) // 64 * 64
+            ext[id(t)] = (location, off, t.length)
+            order.append(t)
+            cursor = off + t.length
+    mp = model_to_proto(model, external=ext)
+    try:
+        blob = mp.SerializeToString()
+    except Exception as e:
+        raise FormatError(Kind.UNSUPPORTED, "onnx", None, f"cannot serialize the ONNX model: {e}") from e
+    del mp
+    fds = writer._SourceFds()
+    try:
+        with writer.atomic_output(dst) as fm:
+            with writer.atomic_output(data_path) as fd:
+                pos = 0
+                for t in order:
+                    off = ext[id(t)][1]
+                    if off > pos:
+                        writer._write_all(fd, bytes(off - pos))
+                    writer.copy_storage_range(fd, t.storage, t.file_offset, t.length, fds)  # type: ignore[arg-type]
+                    pos = off + t.length
+            try:
+                writer._write_all(fm, blob)
+            except BaseException:
+                try:
+                    os.unlink(data_path)
+                except OSError:
+                    pass
+                raise
+    finally:
+        fds.close()
