@@ -1,0 +1,638 @@
+"""Statistics of one tensor: a chunked pass over its zero-copy mapped bytes.
+
+:func:`compute_stats` never decodes a whole tensor at once: it walks ``tensor.raw()``
+(a read-only view of the mapping) in chunks of ``chunk_bytes``, so memory stays
+bounded whatever the tensor size, checks ``cancel`` and the file (``Storage.check``)
+between chunks, and reports progress. Three strategies, chosen by dtype:
+
+* **Bit-pattern counts** for every type of 16 bits or less (float16, bfloat16, the
+  float8/float6/float4 formats, float8e8m0, int4/uint4, int2/uint2, (u)int8,
+  (u)int16, bool): one pass counts how often each bit pattern occurs (``bincount``;
+  8-bit types count byte *pairs* as ``uint16``, which halves the work; 4- and 2-bit
+  types count whole bytes and fold the nibbles/fields afterwards). Everything then
+  follows exactly from at most 65,536 (count, value) pairs: min, max, mean, std,
+  NaN/Inf/zero counts and the histogram, with no rounding from summation order.
+* **Two passes** for float32/float64, complex and 32/64-bit integers. Pass 1: sum,
+  min, max, zeros per chunk; NaN/Inf are counted only in chunks whose sum is not
+  finite (a finite sum proves there are none). Pass 2 (needs the global mean and
+  [min, max]): sum of squared deviations from the global mean (a ``dot``, so the
+  variance is the exact two-pass one, not ``E[x²] − E[x]²``) and the 32-bin
+  histogram (bin index computed in the data's own float type, counted with a
+  ``bincount`` over pairs of bin indices). Chunks are handed to a small thread pool:
+  numpy releases the GIL in these loops.
+* **Strings**: lengths and previews.
+
+Semantics (pinned by ``tests/test_stats.py``):
+
+* ``min``/``max``/``mean``/``std`` and the histogram cover finite values only;
+  ``std`` is the population standard deviation (``ddof=0``). For integer and bool
+  dtypes ``min``/``max`` are exact Python ``int``; otherwise ``float``.
+* Histogram: 32 equal bins over ``[min, max]``; the last bin is closed. When every
+  finite value is the same, the range is ``[v - 0.5, v + 0.5]`` and all counts fall
+  in bin 16 (as ``numpy.histogram`` does). For float32 data the bin of a value lying
+  within one float32 rounding of an edge may differ from ``numpy.histogram``'s.
+* Complex (complex64/complex128): ``min``/``max``/``mean``/``std``/histogram are over
+  the magnitude ``|z|`` (``numpy.abs``); ``nan`` counts elements with a NaN part and
+  no infinite part, ``posinf`` elements with an infinite part (``|z|`` is +inf);
+  ``neginf`` is always 0; ``zeros`` counts ``z == 0``.
+* bool: every non-zero byte is true (value 1).
+* Progress: ``progress(done, total)`` in bytes read; ``total`` is the tensor length
+  times the number of passes (1 or 2), so a two-pass tensor reports twice its size.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
+
+from ..format.dtypes import DTYPES, STRING, DType, decode
+from ..format.errors import FormatError, Kind
+
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
+
+    from ..format.schema import Tensor
+
+BINS = 32
+"""Histogram bins."""
+FIRST = 16
+"""How many leading values (or strings) are kept formatted."""
+PREVIEW_BYTES = 256
+"""A string preview keeps at most this many leading bytes of the element (then ``…``)."""
+
+_COMPLEX = (14, 15)
+_WIDE_INT = (6, 7, 12, 13)
+_FLOAT = (1, 11)
+
+
+@dataclass(frozen=True, slots=True)
+class TensorStats:
+    """What :func:`compute_stats` found in one tensor."""
+
+    count: int
+    """Elements."""
+    dtype: int
+    """dtype code."""
+    min: float | None
+    """Smallest finite value (``int`` for integer/bool dtypes, ``|z|`` for complex); None when none."""
+    max: float | None
+    """Largest finite value; None when none."""
+    mean: float | None
+    """Mean of the finite values; None when none."""
+    std: float | None
+    """Population standard deviation of the finite values; None when none."""
+    nan: int
+    posinf: int
+    neginf: int
+    zeros: int
+    """Elements equal to zero (``-0.0`` included)."""
+    finite: int
+    """Elements that are neither NaN nor infinite (all of them for integer dtypes)."""
+    histogram: tuple[int, ...]
+    """32 bins over ``hist_range``; ``()`` when there is no finite value."""
+    hist_range: tuple[float, float] | None
+    first: tuple[str, ...]
+    """The first up to 16 values, each formatted by :func:`format_value`."""
+    min_len: int | None = None
+    """String tensors: shortest element, in bytes."""
+    max_len: int | None = None
+    total_len: int | None = None
+    previews: tuple[str, ...] = ()
+    """String tensors: the first up to 16 elements decoded as UTF-8 (``backslashreplace``),
+    at most 256 bytes each; NOT made terminal-safe (the UI does that)."""
+    cancelled: bool = False
+    """Never set by :func:`compute_stats` (it raises :class:`Cancelled`); kept for callers
+    that want to record an interrupted computation."""
+
+
+class Cancelled(Exception):
+    """Raised by :func:`compute_stats` when ``cancel`` was set."""
+
+
+# ---------------------------------------------------------------------------- formatting
+
+
+def _short_float(v: float, cast: Callable[[float], Any] | None) -> str:
+    """Shortest decimal that reads back as the same value of the element type."""
+    if math.isnan(v):
+        return "nan"
+    if math.isinf(v):
+        return "inf" if v > 0 else "-inf"
+    if cast is None:
+        return repr(v)
+    target = cast(v)
+    for digits in range(1, 18):
+        s = f"{v:.{digits}g}"
+        if cast(float(s)) == target:
+            return repr(float(s))
+    return repr(v)  # pragma: no cover - 17 digits always round-trip
+
+
+def _caster(dtype_code: int) -> Callable[[float], Any] | None:
+    import numpy as np
+
+    info = DTYPES[dtype_code]
+    if dtype_code in (11, 15):
+        return None
+    if dtype_code == 14:
+        return np.float32
+    return info.numpy.type
+
+
+def format_value(value: Any, dtype_code: int) -> str:
+    """One element formatted for its dtype.
+
+    Floats print the shortest decimal that reads back as the same value of their
+    type (float16 ``1.5``, float32 ``0.1``), ``nan``, ``inf``, ``-inf``; integers
+    in decimal; bool ``true``/``false``; complex ``1.5+2.0j``; strings (``bytes``)
+    decoded as UTF-8 with ``backslashreplace`` (not made terminal-safe).
+    """
+    info = DTYPES.get(dtype_code)
+    if dtype_code == STRING:
+        if isinstance(value, (bytes, bytearray, memoryview)):
+            return bytes(value).decode("utf-8", "backslashreplace")
+        return str(value)
+    if info is None:
+        return str(value)
+    if dtype_code == 9:
+        return "true" if bool(value) else "false"
+    if dtype_code in _COMPLEX:
+        z = complex(value)
+        cast = _caster(dtype_code)
+        re, im = _short_float(z.real, cast), _short_float(z.imag, cast)
+        sign = "" if im.startswith("-") else "+"
+        return f"{re}{sign}{im}j"
+    if info.is_float:
+        return _short_float(float(value), _caster(dtype_code))
+    return str(int(value))
+
+
+# ---------------------------------------------------------------------------- chunk driver
+
+
+@dataclass(frozen=True, slots=True)
+class _Chunk:
+    b0: int
+    """First byte (relative to the tensor)."""
+    b1: int
+    """End byte."""
+    n: int
+    """Elements in the chunk."""
+    index: int
+
+
+def _chunks(info: DType, count: int, length: int, chunk_bytes: int) -> list[_Chunk]:
+    """Chunks that start on whole elements (6-bit: whole groups of 4 in 3 bytes)."""
+    if info.bits >= 8:
+        unit_bytes, unit_elems = info.bits // 8, 1
+    elif info.bits == 6:
+        unit_bytes, unit_elems = 3, 4
+    else:
+        unit_bytes, unit_elems = 1, 8 // info.bits
+    per = max(1, chunk_bytes // unit_bytes)
+    out: list[_Chunk] = []
+    e0 = 0
+    while e0 < count:
+        n = min(per * unit_elems, count - e0)
+        b0 = (e0 // unit_elems) * unit_bytes
+        b1 = min(length, b0 + info.byte_length(n) if info.bits >= 8 else b0 + -(-n * info.bits // 8))
+        out.append(_Chunk(b0, b1, n, len(out)))
+        e0 += n
+    return out
+
+
+class _Driver:
+    """Runs a function over chunks (maybe on a thread pool), in order, with cancel/progress/check."""
+
+    def __init__(self, tensor: "Tensor", cancel, progress, total: int, threads: int) -> None:
+        self.tensor = tensor
+        self.cancel = cancel
+        self.progress = progress
+        self.total = total
+        self.done = 0
+        self.threads = threads
+
+    def between(self) -> None:
+        if self.cancel is not None and self.cancel.is_set():
+            raise Cancelled()
+        if self.tensor.storage is not None:
+            self.tensor.storage.check()
+
+    def advance(self, nbytes: int) -> None:
+        self.done += nbytes
+        if self.progress is not None:
+            self.progress(self.done, self.total)
+
+    def map(self, fn: Callable[[_Chunk], Any], chunks: list[_Chunk]) -> Iterator[Any]:
+        if self.threads <= 1 or len(chunks) < 4:
+            for c in chunks:
+                self.between()
+                r = fn(c)
+                self.advance(c.b1 - c.b0)
+                yield r
+            return
+        pool = ThreadPoolExecutor(max_workers=self.threads, thread_name_prefix="omv-stats")
+        window: deque = deque()
+        try:
+            it = iter(chunks)
+            for c in it:
+                self.between()
+                window.append((c, pool.submit(fn, c)))
+                if len(window) >= 2 * self.threads:
+                    break
+            while window:
+                c, fut = window.popleft()
+                r = fut.result()
+                self.advance(c.b1 - c.b0)
+                yield r
+                nxt = next(it, None)
+                if nxt is not None:
+                    self.between()
+                    window.append((nxt, pool.submit(fn, nxt)))
+        finally:
+            for _, fut in window:
+                fut.cancel()
+            pool.shutdown(wait=True, cancel_futures=True)
+
+
+_local = threading.local()
+
+
+def _buffer(dtype: "np.dtype", n: int, slot: int = 0) -> "np.ndarray":
+    """A per-thread scratch array of ``n`` elements (reused between chunks; ``slot`` tells apart two of one dtype)."""
+    import numpy as np
+
+    cache = getattr(_local, "bufs", None)
+    if cache is None:
+        cache = _local.bufs = {}
+    key = (np.dtype(dtype).str, slot)
+    buf = cache.get(key)
+    if buf is None or buf.size < n:
+        buf = cache[key] = np.empty(max(n, 1), dtype=dtype)
+    return buf[:n]
+
+
+def _count_bytes(b: "np.ndarray") -> "np.ndarray":
+    """Occurrences of each byte value (256 int64), counting pairs as uint16 (half the work)."""
+    import numpy as np
+
+    n2 = b.size // 2 * 2
+    counts = np.zeros(256, dtype=np.int64)
+    if n2:
+        pairs = np.bincount(b[:n2].view(np.uint16), minlength=65536).reshape(256, 256)
+        # index = first + 256 * second (little endian): rows are the second byte.
+        counts += pairs.sum(axis=0)
+        counts += pairs.sum(axis=1)
+    if n2 < b.size:
+        counts[int(b[-1])] += 1
+    return counts
+
+
+def _count_small(idx: "np.ndarray") -> "np.ndarray":
+    """Occurrences of 0..31 in a uint8 array of bin indices (pairs as uint16)."""
+    import numpy as np
+
+    n2 = idx.size // 2 * 2
+    counts = np.zeros(BINS, dtype=np.int64)
+    if n2:
+        pairs = np.bincount(idx[:n2].view(np.uint16), minlength=256 * BINS)[: 256 * BINS].reshape(BINS, 256)[:, :BINS]
+        counts += pairs.sum(axis=0)
+        counts += pairs.sum(axis=1)
+    if n2 < idx.size:
+        counts[int(idx[-1])] += 1
+    return counts
+
+
+def _default_threads() -> int:
+    import os
+
+    try:
+        n = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        n = os.cpu_count() or 1
+    return max(1, min(2, n))
+
+
+# ---------------------------------------------------------------------------- entry point
+
+
+def compute_stats(
+    tensor: "Tensor",
+    *,
+    cancel: threading.Event | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    chunk_bytes: int = 8 << 20,
+    threads: int | None = None,
+) -> TensorStats:
+    """Statistics of ``tensor`` in one chunked pass (two for float32/64, complex, wide ints).
+
+    Memory stays bounded (a few chunk-sized scratch arrays per thread). ``cancel`` is
+    checked between chunks (raises :class:`Cancelled`); ``progress(done_bytes,
+    total_bytes)`` is called after each chunk; the storage is re-checked between
+    chunks, so a file changed on disk raises ``FormatError(Io)``. A byte length that
+    does not match dims and dtype raises ``FormatError(InvalidModel)``, an unknown
+    dtype ``FormatError(Unsupported)``. ``threads`` (default: up to 2) workers share
+    the chunks of large tensors.
+    """
+    info = DTYPES.get(tensor.dtype)
+    if info is None:
+        raise FormatError(Kind.UNSUPPORTED, tensor.where + ".dtype", None, f"unknown dtype {tensor.dtype}")
+    count = tensor.count
+    if tensor.is_string:
+        return _string_stats(tensor, count, cancel, progress)
+    expected = info.byte_length(count)
+    if tensor.length != expected:
+        raise FormatError(
+            Kind.INVALID_MODEL, tensor.where, tensor.file_offset,
+            f"{tensor.length} bytes stored but {count} {info.name} elements need {expected}",
+        )
+    raw = tensor.raw()
+    if raw.size != expected:
+        raise FormatError(Kind.INVALID_MODEL, tensor.where, tensor.file_offset, f"{raw.size} bytes readable, {expected} needed")
+    if threads is None:
+        threads = _default_threads()
+    chunk_bytes = max(1, int(chunk_bytes))
+    first = _first_values(raw, info, count)
+    if count == 0:
+        return TensorStats(count, info.code, None, None, None, None, 0, 0, 0, 0, 0, (), None, first)
+    chunks = _chunks(info, count, raw.size, chunk_bytes)
+    if info.bits <= 16:
+        return _pattern_stats(tensor, raw, info, count, chunks, first, cancel, progress, threads)
+    return _two_pass_stats(tensor, raw, info, count, chunks, first, cancel, progress, threads)
+
+
+def _first_values(raw: "np.ndarray", info: DType, count: int) -> tuple[str, ...]:
+    k = min(FIRST, count)
+    if k == 0:
+        return ()
+    if info.code == 9:
+        return tuple("false" if b == 0 else "true" for b in raw[:k].tolist())
+    vals = decode(raw[: info.byte_length(k)], info, k)
+    items = vals.tolist() if vals.dtype.kind in "iufc" and vals.dtype.isnative else list(vals)
+    return tuple(format_value(v, info.code) for v in items)
+
+
+# ---------------------------------------------------------------------------- strings
+
+
+def _string_stats(tensor: "Tensor", count: int, cancel, progress) -> TensorStats:
+    strings = tensor.strings or ()
+    if len(strings) != count:
+        raise FormatError(Kind.INVALID_MODEL, tensor.where, None, f"{len(strings)} strings for {count} elements")
+    total = len(strings)
+    mn = mx = None
+    tot = 0
+    step = 1 << 16
+    for start in range(0, total, step):
+        if cancel is not None and cancel.is_set():
+            raise Cancelled()
+        lens = [len(s) for s in strings[start : start + step]]
+        lo, hi = min(lens), max(lens)
+        mn = lo if mn is None else min(mn, lo)
+        mx = hi if mx is None else max(mx, hi)
+        tot += sum(lens)
+        if progress is not None:
+            progress(min(start + step, total), total)
+    previews = tuple(_preview(s) for s in strings[:FIRST])
+    return TensorStats(
+        count, STRING, None, None, None, None, 0, 0, 0, 0, 0, (), None, previews,
+        min_len=mn, max_len=mx, total_len=tot if total else None, previews=previews,
+    )
+
+
+def _preview(s: bytes) -> str:
+    text = bytes(s[:PREVIEW_BYTES]).decode("utf-8", "backslashreplace")
+    return text + "…" if len(s) > PREVIEW_BYTES else text
+
+
+# ---------------------------------------------------------------------------- <= 16 bits: pattern counts
+
+
+def _pattern_values(info: DType) -> "np.ndarray":
+    """float64 value of every bit pattern of the type (index = pattern)."""
+    import numpy as np
+
+    n = 1 << info.bits
+    if info.code == 9:
+        return (np.arange(n) != 0).astype(np.float64)
+    codes = np.arange(n, dtype=np.uint16 if info.bits == 16 else np.uint8)
+    with np.errstate(all="ignore"):
+        return codes.view(info.numpy).astype(np.float64)
+
+
+def _pattern_stats(tensor, raw, info: DType, count, chunks, first, cancel, progress, threads) -> TensorStats:
+    import numpy as np
+
+    bits = info.bits
+
+    if bits == 16:
+        def work(c: _Chunk):
+            return np.bincount(raw[c.b0 : c.b1].view(np.uint16), minlength=65536)
+    elif bits == 6:
+        def work(c: _Chunk):
+            codes = decode(raw[c.b0 : c.b1], info, c.n).view(np.uint8)
+            return np.bincount(codes, minlength=64)
+    else:  # 8, 4, 2 bits: count bytes, fold fields at the end
+        def work(c: _Chunk):
+            return _count_bytes(raw[c.b0 : c.b1])
+
+    driver = _Driver(tensor, cancel, progress, raw.size, threads)
+    acc = None
+    for r in driver.map(work, chunks):
+        acc = r.astype(np.int64) if acc is None else acc + r
+    assert acc is not None
+    if bits in (4, 2):
+        per = 8 // bits
+        fields = 1 << bits
+        cube = acc.reshape((fields,) * per)  # axis 0 is the highest field of the byte
+        counts = np.zeros(fields, dtype=np.int64)
+        for j in range(per):  # field j sits at bits j*bits..; axis per-1-j
+            axes = tuple(a for a in range(per) if a != per - 1 - j)
+            counts += cube.sum(axis=axes)
+        pad = per * raw.size - count
+        if pad:
+            last = int(raw[-1])
+            for j in range(per - pad, per):
+                counts[(last >> (j * bits)) & (fields - 1)] -= 1
+    else:
+        counts = acc
+    return _from_counts(info, count, counts, first)
+
+
+def _from_counts(info: DType, count: int, counts: "np.ndarray", first) -> TensorStats:
+    import numpy as np
+
+    vals = _pattern_values(info)
+    present = counts > 0
+    nan = int(counts[np.isnan(vals)].sum())
+    posinf = int(counts[vals == np.inf].sum())
+    neginf = int(counts[vals == -np.inf].sum())
+    zeros = int(counts[vals == 0].sum())
+    fin = np.isfinite(vals) & present
+    finite = int(counts[fin].sum())
+    if finite == 0:
+        return TensorStats(count, info.code, None, None, None, None, nan, posinf, neginf, zeros, 0, (), None, first)
+    v, c = vals[fin], counts[fin]
+    lo, hi = float(v.min()), float(v.max())
+    mean = float(np.dot(c.astype(np.float64), v)) / finite
+    dev = v - mean
+    std = math.sqrt(float(np.dot(c.astype(np.float64), dev * dev)) / finite)
+    hist, edges = np.histogram(v, bins=BINS, range=(lo, hi), weights=c.astype(np.float64))
+    histogram = tuple(int(round(h)) for h in hist)
+    mn: float | int = lo
+    mx: float | int = hi
+    if not info.is_float:
+        mn, mx = int(lo), int(hi)
+    return TensorStats(
+        count, info.code, mn, mx, mean, std, nan, posinf, neginf, zeros, finite, histogram,
+        (float(edges[0]), float(edges[-1])), first,
+    )
+
+
+# ---------------------------------------------------------------------------- float32/64, complex, wide ints
+
+
+def _two_pass_stats(tensor, raw, info: DType, count, chunks, first, cancel, progress, threads) -> TensorStats:
+    import numpy as np
+
+    code = info.code
+    npdt = info.numpy
+    is_int = code in _WIDE_INT
+    is_complex = code in _COMPLEX
+
+    def values(c: _Chunk) -> "np.ndarray":
+        x = raw[c.b0 : c.b1].view(npdt)
+        if is_complex:
+            return np.abs(x)
+        return x
+
+    def pass1(c: _Chunk):
+        with np.errstate(all="ignore"):
+            return _pass1(c)
+
+    def _pass1(c: _Chunk):
+        x = values(c)
+        n = x.size
+        if is_int:
+            mn, mx = int(x.min()), int(x.max())
+            s = float(x.sum(dtype=np.float64))
+            zeros = int(np.count_nonzero(x == 0)) if mn <= 0 <= mx else 0
+            return n, s, mn, mx, zeros, 0, 0, 0, False
+        s = float(np.add.reduce(x))
+        if math.isfinite(s):  # a finite sum: no NaN and no infinity in this chunk
+            mn, mx = float(x.min()), float(x.max())
+            zeros = int(np.count_nonzero(x == 0)) if mn <= 0.0 <= mx else 0
+            return n, s, mn, mx, zeros, 0, 0, 0, False
+        fin = np.isfinite(x)
+        nf = int(np.count_nonzero(fin))
+        nan = posinf = 0
+        if nf == n:
+            f = x  # the float sum overflowed; redo it in float64
+        else:
+            nan = int(np.count_nonzero(np.isnan(x)))
+            posinf = int(np.count_nonzero(x == np.inf))
+            f = x[fin]
+        neginf = n - nf - nan - posinf
+        if nf == 0:
+            return 0, 0.0, None, None, 0, nan, posinf, neginf, True
+        s = float(f.sum(dtype=np.float64))
+        mn, mx = float(f.min()), float(f.max())
+        zeros = int(np.count_nonzero(f == 0)) if mn <= 0.0 <= mx else 0
+        return nf, s, mn, mx, zeros, nan, posinf, neginf, True
+
+    driver = _Driver(tensor, cancel, progress, 2 * raw.size, threads)
+    finite = zeros = nan = posinf = neginf = 0
+    sums: list[float] = []
+    lo = hi = None
+    dirty: set[int] = set()
+    for c, r in zip(chunks, driver.map(pass1, chunks)):
+        n, s, mn, mx, z, na, pi, ni, d = r
+        finite += n
+        sums.append(s)
+        zeros += z
+        nan += na
+        posinf += pi
+        neginf += ni
+        if d:
+            dirty.add(c.index)
+        if mn is not None:
+            lo = mn if lo is None or mn < lo else lo
+            hi = mx if hi is None or mx > hi else hi
+    if finite == 0 or lo is None or hi is None:
+        driver.advance(raw.size)
+        return TensorStats(count, code, None, None, None, None, nan, posinf, neginf, zeros, finite, (), None, first)
+    mean = math.fsum(sums) / finite
+    if is_int:  # the mean of huge integers may round outside [lo, hi]
+        mean = min(max(mean, float(lo)), float(hi))
+    flo, fhi = float(lo), float(hi)
+    if flo == fhi:  # one value: no spread, numpy's histogram convention
+        driver.advance(raw.size)
+        histogram = [0] * BINS
+        histogram[BINS // 2] = finite
+        return TensorStats(
+            count, code, lo, hi, flo, 0.0, nan, posinf, neginf, zeros, finite, tuple(histogram),
+            (flo - 0.5, fhi + 0.5), first,
+        )
+
+    work_f32 = npdt == np.float32 or (is_complex and code == 14)
+    wide = not math.isfinite(fhi - flo) or (work_f32 and not np.isfinite(np.float32(fhi) - np.float32(flo)))
+    if wide:
+        work_f32 = False
+    norm = BINS / (fhi - flo) if not wide else BINS / (fhi * 0.5 - flo * 0.5)
+    f32 = np.float32
+
+    def pass2(c: _Chunk):
+        with np.errstate(all="ignore"):
+            return _pass2(c)
+
+    def _pass2(c: _Chunk):
+        x = values(c)
+        if c.index in dirty:
+            x = x[np.isfinite(x)]
+        n = x.size
+        if n == 0:
+            return 0.0, np.zeros(BINS, dtype=np.int64)
+        if work_f32:
+            d = np.subtract(x, f32(mean), out=_buffer(np.float32, n), dtype=np.float32)
+            m2 = float(np.dot(d, d))
+            if not math.isfinite(m2):
+                d64 = x.astype(np.float64) - mean
+                m2 = float(np.dot(d64, d64))
+            np.multiply(d, f32(norm), out=d)
+            np.add(d, f32((mean - flo) * norm), out=d)
+            t = d
+        else:
+            if x.dtype == np.float64:
+                xf = x
+            else:  # integers, or float32 whose range overflows float32
+                xf = _buffer(np.float64, n, 1)
+                np.copyto(xf, x, casting="unsafe")
+            d = np.subtract(xf, mean, out=_buffer(np.float64, n, 2))
+            m2 = float(np.dot(d, d))
+            if wide:
+                t = np.multiply(xf, 0.5, out=d)
+                np.subtract(t, flo * 0.5, out=t)
+                np.multiply(t, norm, out=t)
+            else:
+                np.multiply(d, norm, out=d)
+                np.add(d, (mean - flo) * norm, out=d)
+                t = d
+        idx = _buffer(np.uint8, n)
+        np.copyto(idx, t, casting="unsafe")
+        np.minimum(idx, BINS - 1, out=idx)
+        return m2, _count_small(idx)
+
+    m2 = 0.0
+    hist = np.zeros(BINS, dtype=np.int64)
+    for r in driver.map(pass2, chunks):
+        m2 += r[0]
+        hist += r[1]
+    std = math.sqrt(m2 / finite) if math.isfinite(m2) else math.inf
+    return TensorStats(
+        count, code, lo, hi, mean, std, nan, posinf, neginf, zeros, finite, tuple(int(h) for h in hist),
+        (flo, fhi), first,
+    )
