@@ -1,0 +1,117 @@
+"""``--convert SRC DST.onemodel`` and ``--export SRC DST.onnx``.
+
+Both open SRC strictly (OneModel or ONNX, the first bytes decide), write DST
+through a temporary file renamed at the end, and print one line on stderr on
+failure (``kind at where: message``, file strings escaped) with exit status 1;
+never a traceback. Warnings (findings such as a dropped ONNX field) go to stderr
+and do not fail the command.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from ..format.errors import FormatError, Kind
+
+PROG = "onemodel-view"
+
+
+def _visible(text: str) -> str:
+    try:
+        from ..textsafe import visible
+    except ImportError:  # pragma: no cover - textsafe lands with the reader
+        visible = None
+    if visible is not None:
+        out = visible(text)
+        return out.plain if hasattr(out, "plain") else str(out)
+    out = []
+    for ch in text:
+        o = ord(ch)
+        if o < 0x20 or o == 0x7F or 0x80 <= o < 0xA0 or 0x200B <= o <= 0x200F or 0x202A <= o <= 0x202E or 0x2066 <= o <= 0x2069:
+            out.append(f"\\x{o:02x}" if o < 0x100 else f"\\u{o:04x}")
+        elif ch == "\\":
+            out.append("\\\\")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def _error(kind: Kind | str, where: str, message: str) -> int:
+    print(f"{PROG}: error: {kind} at {_visible(where)}: {_visible(message)}", file=sys.stderr)
+    return 1
+
+
+def _open(src: str):
+    """The source as a Document, strictly."""
+    try:
+        from ..format.reader import open_path
+    except ImportError:  # pragma: no cover - before the reader lands: ONNX only
+        open_path = None
+    if open_path is not None:
+        return open_path(src, mode="strict")
+    with open(src, "rb") as f:
+        magic = f.read(8)
+    if magic == b"ONEMODEL":
+        raise FormatError(Kind.UNSUPPORTED, "file", None, "no OneModel reader available")
+    from ..format.onnx_bridge import import_onnx
+
+    return import_onnx(src, mode="strict")
+
+
+def _same(src: str, dst: str) -> bool:
+    try:
+        return os.path.exists(dst) and os.path.samefile(src, dst)
+    except OSError:
+        return False
+
+
+def _warn(doc) -> None:
+    for f in getattr(doc, "findings", ()):
+        print(f"{PROG}: warning: {_visible(f.where)}: {_visible(f.message)}", file=sys.stderr)
+
+
+def _run(src: str, dst: str, action) -> int:
+    if _same(src, dst):
+        return _error(Kind.IO, "destination", f"refusing to overwrite the source file {dst}")
+    try:
+        doc = _open(src)
+        try:
+            if doc.model is None:  # pragma: no cover - strict mode raises instead
+                p = doc.problems[0]
+                return _error(p.kind, p.where, p.message)
+            _warn(doc)
+            action(doc, dst)
+        finally:
+            doc.close()
+    except FormatError as e:
+        return _error(e.kind, e.where, e.message)
+    except OSError as e:
+        return _error(Kind.IO, "file", f"{e.filename or ''}: {e.strerror or e}")
+    except MemoryError:
+        return _error(Kind.IO, "memory", "out of memory")
+    except RecursionError:
+        return _error(Kind.UNSUPPORTED, "file", "the model is nested too deeply")
+    except Exception as e:  # never a traceback on the command line
+        return _error("InternalError", "file", f"{type(e).__name__}: {e}")
+    return 0
+
+
+def run_convert(src: str, dst: str) -> int:
+    """Write SRC (ONNX or OneModel) as the canonical OneModel file DST. 0 ok, 1 error."""
+    from ..format import writer
+
+    def action(doc, out):
+        writer.write(doc.model, out, sources=[src, *doc.external_files])
+
+    return _run(src, dst, action)
+
+
+def run_export(src: str, dst: str) -> int:
+    """Write SRC (OneModel or ONNX) as an ONNX file DST (weights over 2 GB go to DST.data). 0 ok, 1 error."""
+    from ..format import onnx_bridge
+
+    def action(doc, out):
+        onnx_bridge.export_onnx(doc.model, out, sources=[src, *doc.external_files])
+
+    return _run(src, dst, action)
