@@ -1,0 +1,404 @@
+"""The JSON manifest (spec section 1.2): strict parsing, and finding a value's bytes by manifest path.
+
+:func:`parse` turns the manifest bytes into Python values with stdlib ``json`` and enforces what
+``json`` does not:
+
+* no byte-order mark, valid UTF-8 (encoded surrogates included: Python's codec rejects them);
+* no lone surrogate escapes (``"\\ud800"``): a cheap byte scan, then a walk only if it hits;
+* no ``NaN`` / ``Infinity`` literals (``parse_constant``);
+* nesting of at most 1024 JSON levels, exactly: the C scanner counts one recursion level per
+  array/object, so the recursion limit is set, for the duration of the call, to the caller's frame
+  depth + 1024 (calibrated once per process); deeper input raises ``RecursionError`` inside the
+  scanner, which becomes ``Unsupported`` at ``manifest``. No RecursionError escapes.
+* duplicate keys are detected with ``object_pairs_hook`` and returned (they are findings, not
+  problems; JSON's last value wins, as in every parser measured).
+
+Integer exactness is the schema builder's job: ``json`` keeps integers exact (``int``) and gives
+``1.0`` / ``1e3`` as ``float``, so a required integer is checked with ``type(v) is int``.
+
+Problems: kind ``Malformed`` at ``manifest`` (offset: manifest offset + byte position of the
+error) for BOM, invalid UTF-8, invalid JSON, NaN/Infinity, a top level that is not an object;
+``Malformed`` at the string's manifest path for a lone surrogate; ``Unsupported`` at ``manifest``
+for nesting deeper than 1024 levels (offset of the 1025th opening bracket).
+
+:func:`locate` walks the raw bytes to the value at a manifest path (``manifest.graph.nodes[3]``)
+without parsing the rest: a bounded, linear, forward-only token scan that returns ``None`` on
+anything unexpected. The reader uses it to give manifest-path problems a file offset; the viewer
+uses it to highlight a record's bytes.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from json import decoder as _json_decoder
+from json import scanner as _json_scanner
+
+from .errors import FormatError, Kind
+
+MAX_DEPTH = 1024
+"""Deepest JSON nesting accepted (arrays and objects; the top-level object is level 1)."""
+
+_BOM = b"\xef\xbb\xbf"
+
+
+class _Constant(Exception):
+    pass
+
+
+def _reject_constant(name: str):
+    raise _Constant(name)
+
+
+class Parsed:
+    """A parsed manifest: the top-level object and the objects that had duplicate keys."""
+
+    __slots__ = ("value", "duplicates", "text")
+
+    def __init__(self, value: dict, duplicates: list, text: str) -> None:
+        self.value = value
+        self.duplicates = duplicates
+        """``[(dict, [key, ...]), ...]``: each object that repeated a key, and the repeated keys."""
+        self.text = text
+
+
+# ---------------------------------------------------------------------------------------------
+# depth limit
+
+
+def _frame_depth() -> int:
+    f = sys._getframe(1)
+    n = 0
+    while f is not None:
+        n += 1
+        f = f.f_back
+    return n
+
+
+_EXTRA: int | None = None
+"""Recursion levels the scanner needs beyond the JSON depth (calibrated once)."""
+
+
+def _probe(scan, n: int, extra: int) -> bool:
+    old = sys.getrecursionlimit()
+    try:
+        sys.setrecursionlimit(_frame_depth() + n + extra)
+        scan("[" * n + "]" * n, 0)
+        return True
+    except RecursionError:
+        return False
+    finally:
+        sys.setrecursionlimit(old)
+
+
+def _calibrate(scan) -> int | None:
+    """The ``extra`` for which depth n parses and depth n+1 fails; None if no such exact boundary."""
+    for extra in range(0, 16):
+        if _probe(scan, 40, extra):
+            if not _probe(scan, 41, extra) and _probe(scan, MAX_DEPTH, extra) and not _probe(scan, MAX_DEPTH + 1, extra):
+                return extra
+            return None
+    return None
+
+
+def _max_depth(text: str) -> tuple[int, int]:
+    """(maximum nesting depth, character index of the first bracket past MAX_DEPTH or -1). Slow path."""
+    depth = best = 0
+    where = -1
+    for m in _DEPTH_TOKENS.finditer(text):
+        c = m.group()
+        if c in "[{":
+            depth += 1
+            if depth > best:
+                best = depth
+                if depth > MAX_DEPTH and where < 0:
+                    where = m.start()
+        elif c in "]}":
+            depth -= 1
+    return best, where
+
+
+_DEPTH_TOKENS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]', re.S)
+
+
+# ---------------------------------------------------------------------------------------------
+# parse
+
+
+def _byte_pos(text: str, char_pos: int) -> int:
+    return len(text[:char_pos].encode("utf-8", "surrogatepass"))
+
+
+def _err(kind: Kind, where: str, offset: int | None, message: str) -> FormatError:
+    return FormatError(kind, where, offset, message)
+
+
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+_CONSTANT_TOKENS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|(-?Infinity|NaN)', re.S)
+
+
+def parse(data: bytes, base: int = 64) -> Parsed:
+    """Parse manifest bytes (raises :class:`FormatError`). ``base`` is the manifest's file offset."""
+    global _EXTRA
+    if data.startswith(_BOM):
+        raise _err(Kind.MALFORMED, "manifest", base, "the manifest starts with a byte-order mark")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise _err(Kind.MALFORMED, "manifest", base + e.start, f"invalid UTF-8: {e.reason}") from e
+
+    duplicates: list = []
+
+    def pairs_hook(pairs):
+        d = dict(pairs)
+        if len(d) != len(pairs):
+            seen: set = set()
+            dup = [k for k, _ in pairs if k in seen or seen.add(k)]
+            duplicates.append((d, dup))
+        return d
+
+    ctx = _json_decoder.JSONDecoder(object_pairs_hook=pairs_hook, parse_constant=_reject_constant)
+    scan = _json_scanner.make_scanner(ctx)
+    if _EXTRA is None:
+        _EXTRA = _calibrate(scan)
+        if _EXTRA is None:  # pragma: no cover - not CPython 3.11's scanner: count depth ourselves
+            _EXTRA = -1
+    if _EXTRA < 0:  # pragma: no cover
+        depth, where = _max_depth(text)
+        if depth > MAX_DEPTH:
+            raise _err(Kind.UNSUPPORTED, "manifest", base + _byte_pos(text, where), f"nesting deeper than {MAX_DEPTH} levels")
+
+    ws = _json_decoder.WHITESPACE
+    start = ws.match(text, 0).end()
+    old = sys.getrecursionlimit()
+    try:
+        if _EXTRA >= 0:
+            sys.setrecursionlimit(_frame_depth() + MAX_DEPTH + _EXTRA)
+        try:
+            value, end = scan(text, start)
+        finally:
+            sys.setrecursionlimit(old)
+    except StopIteration as e:
+        raise _err(Kind.MALFORMED, "manifest", base + _byte_pos(text, e.value), "invalid JSON: expecting a value") from None
+    except json.JSONDecodeError as e:
+        raise _err(Kind.MALFORMED, "manifest", base + _byte_pos(text, e.pos), f"invalid JSON: {e.msg}") from None
+    except RecursionError:
+        _depth, where = _max_depth(text)
+        off = base + _byte_pos(text, where) if where >= 0 else base
+        raise _err(Kind.UNSUPPORTED, "manifest", off, f"JSON nested deeper than {MAX_DEPTH} levels") from None
+    except _Constant as e:
+        m = next((m for m in _CONSTANT_TOKENS.finditer(text) if m.group(1)), None)
+        off = base + _byte_pos(text, m.start(1)) if m else base
+        raise _err(Kind.MALFORMED, "manifest", off, f"{e.args[0]} is not JSON") from None
+    except ValueError as e:  # e.g. an integer literal beyond sys.get_int_max_str_digits()
+        raise _err(Kind.MALFORMED, "manifest", base, f"invalid JSON: {e}") from None
+    end = ws.match(text, end).end()
+    if end != len(text):
+        raise _err(Kind.MALFORMED, "manifest", base + _byte_pos(text, end), "invalid JSON: extra data after the top-level value")
+    if type(value) is not dict:
+        raise _err(Kind.MALFORMED, "manifest", base + _byte_pos(text, start), "the manifest is not a JSON object")
+    if _SURROGATE_ESCAPE.search(data):
+        bad = _find_surrogate(value, "manifest")
+        if bad is not None:
+            where, what = bad
+            span = locate(data, where)
+            raise _err(Kind.MALFORMED, where, base + span[0] if span else base, f"lone surrogate in a {what}")
+    return Parsed(value, duplicates, text)
+
+
+def _has_surrogate(s: str) -> bool:
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _find_surrogate(value, where: str):
+    """(manifest path, "string"|"key") of the first string holding a lone surrogate, or None."""
+    stack = [(value, where)]
+    while stack:
+        v, w = stack.pop()
+        t = type(v)
+        if t is str:
+            if _has_surrogate(v):
+                return w, "string"
+        elif t is dict:
+            items = list(v.items())
+            for k, x in reversed(items):
+                if _has_surrogate(k):
+                    return w, "key"
+                stack.append((x, join(w, k)))
+        elif t is list:
+            for i in range(len(v) - 1, -1, -1):
+                stack.append((v[i], f"{w}[{i}]"))
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# paths
+
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+def join(where: str, key: str) -> str:
+    """``where.key``, or ``where["k.e y"]`` when the key is not an identifier."""
+    if _IDENT.match(key):
+        return f"{where}.{key}"
+    return f"{where}[{json.dumps(key, ensure_ascii=True)}]"
+
+
+_STEP = re.compile(r'\.([A-Za-z_][A-Za-z0-9_]*)|\[(\d+)\]|\[("[^"\\]*(?:\\.[^"\\]*)*")\]')
+
+
+def split_path(where: str) -> list[str | int] | None:
+    """``manifest.graph.nodes[3]`` -> ``["graph", "nodes", 3]``; None if not a manifest path."""
+    if where != "manifest" and not where.startswith(("manifest.", "manifest[")):
+        return None
+    steps: list[str | int] = []
+    pos = len("manifest")
+    while pos < len(where):
+        m = _STEP.match(where, pos)
+        if m is None:
+            return None
+        if m.group(1) is not None:
+            steps.append(m.group(1))
+        elif m.group(2) is not None:
+            steps.append(int(m.group(2)))
+        else:
+            try:
+                steps.append(json.loads(m.group(3)))
+            except ValueError:
+                return None
+        pos = m.end()
+    return steps
+
+
+# ---------------------------------------------------------------------------------------------
+# locate
+
+_WS = re.compile(rb"[ \t\n\r]*")
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
+_SCALAR = re.compile(rb"[^ \t\n\r,\]}\[{:\"]+")
+_NEST = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]', re.S)
+
+
+def _skip_value(data: bytes, pos: int) -> int:
+    """End of the JSON value starting at ``pos`` (after leading whitespace), or -1."""
+    if pos >= len(data):
+        return -1
+    c = data[pos]
+    if c == 0x22:  # "
+        m = _STRING.match(data, pos)
+        return m.end() if m else -1
+    if c in (0x5B, 0x7B):  # [ {
+        depth = 0
+        for m in _NEST.finditer(data, pos):
+            tok = m.group()
+            if tok in (b"[", b"{"):
+                depth += 1
+            elif tok in (b"]", b"}"):
+                depth -= 1
+                if depth == 0:
+                    return m.end()
+        return -1
+    m = _SCALAR.match(data, pos)
+    return m.end() if m else -1
+
+
+def _child(data: bytes, start: int, step: str | int) -> tuple[int, int] | None:
+    """Span of member ``step`` (key or index) of the object/array at ``start``."""
+    n = len(data)
+    if start >= n:
+        return None
+    c = data[start]
+    if isinstance(step, int):
+        if c != 0x5B:
+            return None
+        pos = _WS.match(data, start + 1).end()
+        if pos < n and data[pos] == 0x5D:
+            return None
+        i = 0
+        while pos < n:
+            end = _skip_value(data, pos)
+            if end < 0:
+                return None
+            if i == step:
+                return pos, end
+            pos = _WS.match(data, end).end()
+            if pos >= n or data[pos] != 0x2C:  # ,
+                return None
+            pos = _WS.match(data, pos + 1).end()
+            i += 1
+        return None
+    if c != 0x7B:
+        return None
+    pos = _WS.match(data, start + 1).end()
+    if pos < n and data[pos] == 0x7D:
+        return None
+    found = None
+    while pos < n:
+        m = _STRING.match(data, pos)
+        if m is None:
+            return found
+        try:
+            key = json.loads(m.group())
+        except ValueError:
+            return found
+        pos = _WS.match(data, m.end()).end()
+        if pos >= n or data[pos] != 0x3A:  # :
+            return found
+        pos = _WS.match(data, pos + 1).end()
+        end = _skip_value(data, pos)
+        if end < 0:
+            return found
+        if key == step:
+            found = (pos, end)  # keep going: the last duplicate wins, as in json
+        pos = _WS.match(data, end).end()
+        if pos >= n or data[pos] != 0x2C:
+            return found
+        pos = _WS.match(data, pos + 1).end()
+    return found
+
+
+def locate_nearest(data: bytes, where: str) -> tuple[int, int, str] | None:
+    """(start, end, path) of the deepest value on the way to ``where`` that exists in ``data``.
+
+    Offsets are relative to the manifest bytes. None when ``where`` is not a manifest path or the
+    manifest does not start with a JSON object.
+    """
+    steps = split_path(where)
+    if steps is None:
+        return None
+    pos = _WS.match(data, 0).end()
+    end = _skip_value(data, pos) if pos < len(data) and data[pos] == 0x7B else -1
+    if end < 0:
+        return None
+    span = (pos, end)
+    path = "manifest"
+    for step in steps:
+        nxt = _child(data, span[0], step)
+        if nxt is None:
+            break
+        span = nxt
+        path = f"{path}[{step}]" if isinstance(step, int) else join(path, step)
+    return span[0], span[1], path
+
+
+def locate(data: bytes, where: str) -> tuple[int, int] | None:
+    """(start, end) byte span, relative to the manifest, of the JSON value at manifest path ``where``.
+
+    None when the path does not exist (or ``data`` is not JSON enough to follow it).
+    Linear in the bytes before the value; never raises on hostile input.
+    """
+    found = locate_nearest(data, where)
+    if found is None:
+        return None
+    start, end, path = found
+    steps = split_path(where)
+    if path == "manifest" and steps:
+        return None
+    if path != where and split_path(path) != steps:
+        return None
+    return start, end
