@@ -1,0 +1,521 @@
+"""The viewer: ``onemodel-view FILE``.
+
+:func:`make_app` is the factory shared by the CLI, the tests and the benchmarks;
+:func:`run_viewer` opens a file in diagnose mode (a broken file still opens, with
+its problems listed) and runs the app.
+
+Layout: an info bar; the lazy structure tree on the left; on the right the detail
+pane, the statistics panel and the hex pane; the footer. Nothing that touches tensor
+bytes runs on the UI thread except the hex pane's reads of the few lines on screen.
+
+Benchmark hook: ``make_app(..., exit_after_first_screen=True)`` or the environment
+variable ``ONEMODEL_VIEW_EXIT_AFTER_FIRST_SCREEN=1`` makes the app exit (code 0) as
+soon as its first complete screen has been drawn.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any, Iterable
+
+from rich.text import Text
+from textual import on, work
+from textual.app import App, ComposeResult, SystemCommand
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.widgets import Footer, Static, Tree
+
+from ..format.document import Document
+from ..format.errors import FormatError, Kind
+from ..format.schema import Tensor, walk_graphs
+from ..format.storage import Storage
+from .bytemap import ByteMap
+from .describe import Describer
+from .detail_pane import DetailPane
+from .entries import Entry, EntryFactory, Facts
+from .help_screen import HelpScreen
+from .hex_view import HexView
+from .layout_screen import LayoutScreen
+from .problems_screen import ProblemsScreen
+from .prompt import Prompt, parse_offset
+from .safe import human_size, safe_str, safe_text
+from .stats_panel import StatsPanel
+from .structure_tree import StructureTree
+
+EXIT_ENV = "ONEMODEL_VIEW_EXIT_AFTER_FIRST_SCREEN"
+
+
+def _open(path: str) -> Document:
+    from .. import format as omf
+
+    return omf.open(path, mode="diagnose")
+
+
+def count_nodes(doc: Document) -> int:
+    m = doc.model
+    if m is None:
+        return 0
+    n = sum(len(g.nodes) for g in walk_graphs(m.graph))
+    for f in m.functions:
+        n += len(f.nodes)
+    return n
+
+
+def count_tensors(doc: Document) -> int:
+    from ..format.schema import all_tensors
+
+    return 0 if doc.model is None else sum(1 for _ in all_tensors(doc.model))
+
+
+class SearchIndex:
+    """Names of nodes, tensors and values, searchable by substring (built on first use)."""
+
+    def __init__(self, doc: Document) -> None:
+        self.items: list[tuple[str, str, str]] = []
+        """(lower-case haystack, where, description)."""
+        m = doc.model
+        if m is None:
+            return
+        graphs = list(walk_graphs(m.graph))
+        for f in m.functions:
+            for n in f.nodes:
+                for a in n.attributes:
+                    for g in a.graphs():
+                        graphs.extend(walk_graphs(g))
+        add = self.items.append
+        for f in m.functions:
+            add((f"{f.domain}:{f.name}".lower(), f.where, f"function {f.name}"))
+            for n in f.nodes:
+                add((f"{n.op} {n.name}".lower(), n.where, f"{n.op} {n.name}"))
+        for g in graphs:
+            for v in (*g.inputs, *g.outputs, *g.value_info):
+                add((v.name.lower(), v.where, f"value {v.name}"))
+            for t in g.initializers:
+                add((t.name.lower(), t.where, f"tensor {t.name}"))
+            for s in g.sparse_initializers:
+                add((s.name.lower(), s.where, f"sparse {s.name}"))
+            for n in g.nodes:
+                add((f"{n.op} {n.name} {' '.join(n.outputs)}".lower(), n.where, f"{n.op} {n.name}"))
+        self.items.sort(key=lambda it: _where_key(it[1]))
+
+    def find(self, query: str) -> list[tuple[str, str]]:
+        q = query.strip().lower()
+        if not q:
+            return []
+        return [(w, d) for h, w, d in self.items if q in h and w]
+
+
+def _where_key(where: str) -> tuple:
+    """Sort key putting manifest paths in document order (numbers compared as numbers)."""
+    import re
+
+    return tuple(int(p) if p.isdigit() else p for p in re.split(r"[\[\].]+", where) if p)
+
+
+class OneModelApp(App[int]):
+    """Tree + detail + stats + hex over one :class:`Document`."""
+
+    CSS_PATH = "app.tcss"
+    TITLE = "onemodel-view"
+    ENABLE_COMMAND_PALETTE = True
+
+    BINDINGS = [
+        Binding("q", "quit", "Quit"),
+        Binding("slash", "search", "Search"),
+        Binding("n", "next_match(1)", "Next", show=False),
+        Binding("N", "next_match(-1)", "Prev", show=False),
+        Binding("g", "goto", "Go to offset"),
+        Binding("s", "stats", "Stats"),
+        Binding("c", "cancel_stats", "Cancel stats", show=False),
+        Binding("p", "problems", "Problems"),
+        Binding("l", "layout", "Layout"),
+        Binding("h", "focus_hex", "Hex", show=False),
+        Binding("r", "reload", "Reload", show=False),
+        Binding("ctrl+t", "toggle_theme", "Theme", show=False),
+        Binding("question_mark", "help", "Help"),
+    ]
+
+    def __init__(self, document: Document | None = None, path: str | None = None, *,
+                 exit_after_first_screen: bool = False) -> None:
+        super().__init__()
+        self.document = document
+        self.path = path or (document.path if document is not None else None)
+        self.exit_after_first_screen = exit_after_first_screen
+        self.theme = "textual-dark"
+        self.search_matches: list[tuple[str, str]] = []
+        self.match_index = -1
+        self._search_index: SearchIndex | None = None
+        self._hex_storage: Storage | None = None
+        self._manifest_bytes: bytes | None = None
+        self.current: Entry | None = None
+        """The entry shown in the detail pane."""
+        self.bytemap: ByteMap | None = None
+
+    # ------------------------------------------------------------------ compose / setup
+    def compose(self) -> ComposeResult:
+        yield Static(id="infobar")
+        with Horizontal(id="main"):
+            yield StructureTree(id="tree")
+            with Vertical(id="right"):
+                yield DetailPane(id="detail")
+                yield StatsPanel(id="stats", classes="hidden")
+                yield HexView(id="hex")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#tree").border_title = "Structure"
+        self.query_one("#detail").border_title = "Detail"
+        self.query_one("#stats").border_title = "Statistics"
+        self.query_one("#hex").border_title = "Hex"
+        self._setup()
+        self.query_one(StructureTree).focus()
+        if self.exit_after_first_screen:
+            self.call_after_refresh(self._exit_after_first)
+
+    def _exit_after_first(self) -> None:
+        self.call_after_refresh(self.exit, 0)
+
+    def _setup(self) -> None:
+        doc = self.document
+        tree = self.query_one(StructureTree)
+        hexv = self.query_one(HexView)
+        if doc is None:
+            self.query_one("#infobar", Static).update(Text("no file"))
+            tree.set_entries([])
+            hexv.set_source(None, None)
+            return
+        self.facts = Facts()
+        self.bytemap = ByteMap(doc)
+        self.factory = EntryFactory(doc, self.facts)
+        self.describer = Describer(doc, self.facts, sharing=self.bytemap.sharing)
+        self._search_index = None
+        self._manifest_bytes = None
+        self.search_matches, self.match_index = [], -1
+        self.query_one("#infobar", Static).update(self._info_text())
+        roots = self.factory.root()
+        tree.set_entries(roots)
+        if doc.model is not None:
+            # open the model's top level so the first screen shows the structure
+            for e in roots[:2]:
+                node = tree.node_for(e)
+                if node is not None:
+                    tree.populate(node)
+                    node.expand()
+        else:
+            node = tree.node_for(roots[0]) if roots else None
+            if node is not None and roots[0].expandable:
+                tree.populate(node)
+                node.expand()
+        storage = doc.storage
+        if storage is None and doc.source != "onemodel":
+            try:
+                from ..format.storage import FileStorage
+
+                storage = FileStorage(doc.path)
+            except FormatError:
+                storage = None
+        self._hex_storage = storage
+        hexv.set_source(storage, self.bytemap, size=storage.size if storage is not None else 0)
+        self.query_one(StatsPanel).clear_cache()
+        self.query_one(DetailPane).show(self.describer.model(doc.model) if doc.model is not None else
+                                        [(Text(f"{len(doc.problems)} problem(s): press p", style="bold red"), None)])
+        self._update_hex_title(hexv.cursor)
+
+    def _info_text(self) -> Text:
+        doc = self.document
+        assert doc is not None
+        t = Text()
+        t.append("onemodel-view ", style="bold")
+        t.append_text(safe_text(os.path.basename(doc.path), style="bold", limit=60))
+        t.append(f"  {human_size(doc.size)}", style="dim")
+        t.append(f" · {doc.source}", style="dim")
+        t.append(f" · {count_tensors(doc):,} tensors · {count_nodes(doc):,} nodes · ", style="dim")
+        if doc.problems:
+            t.append(f"{len(doc.problems)} problem{'s' if len(doc.problems) != 1 else ''}", style="bold red")
+        else:
+            t.append("valid", style="bold green")
+        if doc.findings:
+            t.append(f" · {len(doc.findings)} finding{'s' if len(doc.findings) != 1 else ''}", style="yellow")
+        return t
+
+    # ------------------------------------------------------------------ selection
+    @on(Tree.NodeHighlighted, "#tree")
+    def _tree_highlighted(self, event: Tree.NodeHighlighted) -> None:
+        entry = event.node.data
+        if entry is not None:
+            self.show_entry(entry)
+
+    def show_entry(self, entry: Entry) -> None:
+        """Show ``entry`` in the detail pane, move the hex pane to its bytes, start its stats."""
+        self.current = entry
+        self.query_one(DetailPane).show(self.describer.describe(entry))
+        stats = self.query_one(StatsPanel)
+        hexv = self.query_one(HexView)
+        obj = entry.obj
+        if entry.kind == "tensor" and isinstance(obj, Tensor):
+            stats.remove_class("hidden")
+            stats.show_tensor(obj)
+            if obj.file_offset is not None and not obj.is_string and self._tensor_in_hex(obj):
+                if obj.length > 0:
+                    hexv.goto(obj.file_offset, obj.length)
+                else:
+                    hexv.set_highlight(None)
+                    hexv.goto(obj.file_offset)
+                return
+        else:
+            stats.show_tensor(None)
+            stats.add_class("hidden")
+        if entry.kind in ("problem", "finding") and getattr(obj, "offset", None) is not None:
+            hexv.goto(obj.offset, 1)
+            return
+        if entry.where.startswith("manifest") and self.document is not None and self.document.manifest_span:
+            self._locate(entry.where)
+
+    def _tensor_in_hex(self, t: Tensor) -> bool:
+        doc = self.document
+        return doc is not None and doc.source == "onemodel" and (t.storage is doc.storage or doc.storage is None)
+
+    @work(thread=True, exclusive=True, group="locate", exit_on_error=False)
+    def _locate(self, where: str) -> None:
+        """Find the manifest bytes of ``where`` (off the UI thread) and highlight them."""
+        doc = self.document
+        if doc is None or doc.storage is None or doc.manifest_span is None:
+            return
+        try:
+            from ..format.manifest import locate_nearest
+        except ImportError:
+            return
+        m0, mlen = doc.manifest_span
+        try:
+            if self._manifest_bytes is None:
+                mlen = max(0, min(mlen, doc.size - m0))
+                self._manifest_bytes = doc.storage.read(m0, mlen)
+            found = locate_nearest(self._manifest_bytes, where)
+        except Exception:  # hostile manifest or changed file: no highlight, never a crash
+            return
+        if found is None:
+            return
+        start, end, _path = found
+        try:
+            self.call_from_thread(self._highlight_span, where, m0 + start, end - start)
+        except Exception:
+            pass
+
+    def _highlight_span(self, where: str, offset: int, length: int) -> None:
+        if self.current is None or self.current.where != where:
+            return
+        self.query_one(HexView).goto(offset, length)
+
+    @on(DetailPane.LinkChosen)
+    def _link(self, event: DetailPane.LinkChosen) -> None:
+        self.follow(event.link)
+
+    def follow(self, link: Any) -> None:
+        """Follow a detail link: a ``where`` path or ``("offset", n)``."""
+        if isinstance(link, tuple) and link and link[0] == "offset":
+            self.query_one(HexView).goto(int(link[1]))
+            return
+        if isinstance(link, str) and link:
+            self.reveal(link)
+
+    def reveal(self, where: str) -> Entry | None:
+        """Put the tree cursor on the record at ``where`` (and show it)."""
+        tree = self.query_one(StructureTree)
+        entry = tree.reveal(where)
+        if entry is not None:
+            tree.focus()
+            self.show_entry(entry)
+        return entry
+
+    @on(HexView.CursorMoved)
+    def _hex_cursor(self, event: HexView.CursorMoved) -> None:
+        self._update_hex_title(event.offset)
+
+    def _update_hex_title(self, offset: int) -> None:
+        hexv = self.query_one(HexView)
+        t = Text("Hex ")
+        t.append(f"0x{offset:x}", style="bold")
+        t.append(f" ({offset:,})", style="dim")
+        hexv.border_title = t
+        owner = self.bytemap.owner_at(offset) if self.bytemap is not None and hexv.file_size else ""
+        hexv.border_subtitle = safe_text(owner, limit=80) if owner else None
+
+    def owner_at(self, offset: int) -> str:
+        """What owns the byte at ``offset`` (plain text, made visible)."""
+        return safe_str(self.bytemap.owner_at(offset), 200) if self.bytemap is not None else ""
+
+    # ------------------------------------------------------------------ actions
+    def action_focus_hex(self) -> None:
+        self.query_one(HexView).focus()
+
+    def action_help(self) -> None:
+        self.push_screen(HelpScreen())
+
+    def action_toggle_theme(self) -> None:
+        self.theme = "textual-light" if self.current_theme.dark else "textual-dark"
+
+    def action_goto(self) -> None:
+        hexv = self.query_one(HexView)
+
+        def done(text: str | None) -> None:
+            if text is None:
+                return
+            off = parse_offset(text, hexv.file_size, hexv.cursor)
+            if off is None or not 0 <= off < max(1, hexv.file_size):
+                self.notify(f"not an offset in this file: {safe_str(text, 40)}", severity="warning", markup=False)
+                return
+            hexv.goto(off)
+            hexv.focus()
+
+        self.push_screen(Prompt("Go to offset", "0x1a40, 6720, +64, end, 50%",
+                                hint=f"file size {hexv.file_size:,} (0x{hexv.file_size:x})"), done)
+
+    def action_search(self) -> None:
+        def done(text: str | None) -> None:
+            if text:
+                self.search(text)
+
+        self.push_screen(Prompt("Search nodes, tensors, values (name or op)", "e.g. MatMul or layers.3"), done)
+
+    def search(self, query: str) -> int:
+        """Find ``query``; jump to the first match. Returns the number of matches."""
+        if self._search_index is None:
+            if self.document is None:
+                return 0
+            self._search_index = SearchIndex(self.document)
+        self.search_matches = self._search_index.find(query)
+        self.match_index = -1
+        if not self.search_matches:
+            self.notify(f"no match for {safe_str(query, 40)}", severity="warning", markup=False)
+            return 0
+        self.action_next_match(1)
+        return len(self.search_matches)
+
+    def action_next_match(self, step: int) -> None:
+        if not self.search_matches:
+            self.notify("no search: press / to search", markup=False)
+            return
+        self.match_index = (self.match_index + step) % len(self.search_matches)
+        where, desc = self.search_matches[self.match_index]
+        self.reveal(where)
+        self.notify(f"match {self.match_index + 1}/{len(self.search_matches)}: {safe_str(desc, 60)}",
+                    timeout=2, markup=False)
+
+    def action_stats(self) -> None:
+        e = self.current
+        if e is None or e.kind != "tensor":
+            self.notify("select a tensor first", severity="warning")
+            return
+        panel = self.query_one(StatsPanel)
+        panel.remove_class("hidden")
+        if panel.cached(e.obj) is None:
+            panel.show_tensor(e.obj, force=True)
+
+    def action_cancel_stats(self) -> None:
+        if self.query_one(StatsPanel).cancel():
+            self.notify("statistics cancelled", timeout=2)
+
+    def action_problems(self) -> None:
+        doc = self.document
+        if doc is None:
+            return
+
+        def done(rec: Any) -> None:
+            if rec is not None:
+                self.jump_to_problem(rec)
+
+        self.push_screen(ProblemsScreen(list(doc.problems), list(doc.findings)), done)
+
+    def jump_to_problem(self, rec: Any) -> None:
+        """Move the hex pane to a problem's offset and the tree to its record."""
+        entry = None
+        if rec.where:
+            entry = self.reveal(rec.where)
+        if rec.offset is not None:
+            self.query_one(HexView).goto(rec.offset, 1)
+        if entry is None:
+            self.query_one(DetailPane).show(self.describer.problem(rec, "problem" if hasattr(rec, "kind") else "finding"))
+
+    def action_layout(self) -> None:
+        if self.bytemap is None:
+            return
+
+        def done(span: Any) -> None:
+            if span is not None:
+                self.query_one(HexView).goto(span[0], span[1])
+
+        self.push_screen(LayoutScreen(self.bytemap, self._hex_storage), done)
+
+    def action_reload(self) -> None:
+        if not self.path:
+            return
+        try:
+            doc = _open(self.path)
+        except FormatError as e:
+            self.notify(f"cannot reload: {safe_str(str(e), 200)}", severity="error", markup=False)
+            return
+        old = self.document
+        self.document = doc
+        self._setup()
+        if old is not None and old is not doc:
+            try:
+                old.close()
+            except Exception:
+                pass
+        self.notify("reloaded", timeout=2)
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        yield SystemCommand("Search", "Search nodes, tensors and values (/)", self.action_search)
+        yield SystemCommand("Go to offset", "Move the hex pane to a file offset (g)", self.action_goto)
+        yield SystemCommand("Problems", "List problems and findings (p)", self.action_problems)
+        yield SystemCommand("Layout", "Extents of the data region (l)", self.action_layout)
+        yield SystemCommand("Statistics", "Statistics of the selected tensor (s)", self.action_stats)
+        yield SystemCommand("Reload", "Open the file again from disk (r)", self.action_reload)
+        yield SystemCommand("Toggle light/dark", "Switch theme (ctrl+t)", self.action_toggle_theme)
+        yield SystemCommand("Help", "Keys and colours (?)", self.action_help)
+
+
+def make_app(path: str | None = None, *, document: Document | None = None,
+             exit_after_first_screen: bool | None = None) -> OneModelApp:
+    """The viewer app for ``path`` (opened in diagnose mode) or an already opened ``document``.
+
+    Raises :class:`FormatError` when ``path`` cannot be opened at all.
+    """
+    if document is None and path is not None:
+        document = _open(path)
+    if exit_after_first_screen is None:
+        exit_after_first_screen = os.environ.get(EXIT_ENV, "") not in ("", "0")
+    return OneModelApp(document, path, exit_after_first_screen=exit_after_first_screen)
+
+
+def _unopenable(doc: Document) -> bool:
+    return doc.model is None and doc.size == 0 and any(p.kind == Kind.IO for p in doc.problems)
+
+
+def run_viewer(path: str) -> int:
+    """Run the viewer on ``path``. A file that cannot be opened at all: message, exit 1."""
+    try:
+        doc = _open(path)
+    except FormatError as e:
+        print(f"onemodel-view: {safe_str(path, 200)}: {safe_str(str(e), 400)}", file=sys.stderr)
+        return 1
+    except OSError as e:
+        print(f"onemodel-view: {safe_str(path, 200)}: {e.strerror or e}", file=sys.stderr)
+        return 1
+    if _unopenable(doc):
+        p = next(p for p in doc.problems if p.kind == Kind.IO)
+        print(f"onemodel-view: {safe_str(path, 200)}: {safe_str(p.message, 400)}", file=sys.stderr)
+        return 1
+    app = make_app(path, document=doc)
+    rc = app.run()
+    return int(rc or 0)
+
+
+def run_diff_viewer(a: str, b: str) -> int:
+    """The viewer in diff mode (tui/diff_app.py, the diff helper's module)."""
+    from .diff_app import run_diff_viewer as r
+
+    return r(a, b)

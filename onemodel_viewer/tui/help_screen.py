@@ -1,0 +1,73 @@
+"""The ``?`` help screen: keys and what the colours mean."""
+
+from __future__ import annotations
+
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+KEYS = (
+    ("↑↓ ←→", "move in the focused pane (tree: → expands, ← collapses)"),
+    ("enter", "tree: expand / select · detail: follow a › link"),
+    ("tab / shift+tab", "next / previous pane"),
+    ("/", "search nodes, tensors and values by name or op"),
+    ("n / N", "next / previous search match"),
+    ("g", "go to a file offset (0x1a40, 6720, +64, end, 50%)"),
+    ("s", "compute statistics of the selected tensor"),
+    ("c", "cancel the running statistics"),
+    ("p", "problems and findings"),
+    ("l", "layout of the data region"),
+    ("h", "focus the hex pane"),
+    ("r", "reload the file from disk"),
+    ("ctrl+t", "switch light / dark theme"),
+    ("ctrl+p", "command palette"),
+    ("?", "this help"),
+    ("q", "quit"),
+)
+
+COLOURS = (
+    ("header", "the 64-byte header (fields named on the right)"),
+    ("manifest", "the JSON manifest"),
+    ("padding", "zero padding before the data region"),
+    ("tensor", "tensor bytes (two alternating colours)"),
+    ("overlap", "bytes owned by more than one tensor"),
+    ("gap", "data-region bytes no tensor owns"),
+    ("•", "a line starting on a 64-byte boundary"),
+)
+
+
+class HelpScreen(ModalScreen[None]):
+    """Keys and colours. Any of escape, q, ? closes it."""
+
+    BINDINGS = [Binding("escape,q,question_mark", "close", "Close")]
+
+    DEFAULT_CSS = """
+    HelpScreen { align: center middle; }
+    HelpScreen > VerticalScroll { width: 84; max-width: 100%; height: auto; max-height: 100%;
+                                  border: round $accent; background: $panel; padding: 0 1; }
+    """
+
+    def compose(self) -> ComposeResult:
+        keys = Table.grid(padding=(0, 2))
+        keys.add_column(style="bold")
+        keys.add_column()
+        for k, d in KEYS:
+            keys.add_row(k, d)
+        colours = Table.grid(padding=(0, 2))
+        colours.add_column(style="bold")
+        colours.add_column()
+        for k, d in COLOURS:
+            colours.add_row(k, d)
+        with VerticalScroll():
+            yield Static(Text("onemodel-view — keys", style="bold"))
+            yield Static(keys)
+            yield Static(Text("\nhex pane colours", style="bold"))
+            yield Static(colours)
+            yield Static(Text("\nescape closes", style="dim"))
+
+    def action_close(self) -> None:
+        self.dismiss(None)

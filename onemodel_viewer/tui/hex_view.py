@@ -1,0 +1,328 @@
+"""A virtual hex view over a whole file: offset | hex | ASCII | owner.
+
+Reusable (the diff viewer can mount two): give it a :class:`~..format.storage.Storage`
+and a :class:`~.bytemap.ByteMap` with :meth:`HexView.set_source`. Lines are drawn on
+demand by :meth:`render_line` (Textual Line API) from 16 (or 8 when narrow) bytes
+read at that offset, cached by line; nothing ever builds the text of the whole file,
+so a multi-GB file scrolls as fast as a small one.
+
+Colours (component classes, themable in CSS): header fields, manifest, padding,
+data-region gaps, tensors (two alternating colours), overlapping tensors, bytes
+past the data region, the highlighted span (selection) and the cursor. Lines
+starting on a 64-byte boundary carry a ``•`` mark.
+
+Bindings (when focused): arrows move the byte cursor, PageUp/PageDown by a page,
+Home/End to the line's start/end, ctrl+home/ctrl+end to the file's start/end.
+"""
+
+from __future__ import annotations
+
+from rich.segment import Segment
+from rich.style import Style
+from textual import events
+from textual.binding import Binding
+from textual.cache import LRUCache
+from textual.geometry import Size
+from textual.message import Message
+from textual.reactive import reactive
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+from ..format.errors import FormatError
+from ..format.storage import Storage
+from .bytemap import ByteMap
+from .safe import safe_str
+
+
+class HexView(ScrollView, can_focus=True):
+    """Hex dump of a storage, drawn line by line."""
+
+    BINDINGS = [
+        Binding("up", "cursor(-16)", "Up", show=False),
+        Binding("down", "cursor(16)", "Down", show=False),
+        Binding("left", "cursor(-1)", "Left", show=False),
+        Binding("right", "cursor(1)", "Right", show=False),
+        Binding("pageup", "page(-1)", "Page up", show=False),
+        Binding("pagedown", "page(1)", "Page down", show=False),
+        Binding("home", "line_edge(0)", "Line start", show=False),
+        Binding("end", "line_edge(1)", "Line end", show=False),
+        Binding("ctrl+home", "file_edge(0)", "File start", show=False),
+        Binding("ctrl+end", "file_edge(1)", "File end", show=False),
+    ]
+    """
+    | Key(s) | Description |
+    | :- | :- |
+    | arrows | Move the byte cursor (up/down by a line). |
+    | pageup/pagedown | Move by a page. |
+    | home/end | Start/end of the line. |
+    | ctrl+home/ctrl+end | Start/end of the file. |
+    """
+
+    COMPONENT_CLASSES = {
+        "hex--offset", "hex--mark", "hex--header", "hex--manifest", "hex--padding", "hex--data",
+        "hex--tensor-a", "hex--tensor-b", "hex--overlap", "hex--tail", "hex--none", "hex--highlight",
+        "hex--cursor", "hex--annotation", "hex--error",
+    }
+
+    DEFAULT_CSS = """
+    HexView {
+        background: $surface;
+        color: $foreground;
+        & > .hex--offset { color: $text-muted; }
+        & > .hex--mark { color: $accent; text-style: bold; }
+        & > .hex--header { color: $warning; }
+        & > .hex--manifest { color: $success; }
+        & > .hex--padding { color: $text-disabled; }
+        & > .hex--data { color: $text-muted; }
+        & > .hex--tensor-a { color: $primary-lighten-2; }
+        & > .hex--tensor-b { color: $secondary-lighten-2; }
+        & > .hex--overlap { color: $error; text-style: bold; }
+        & > .hex--tail { color: $error; }
+        & > .hex--none { color: $foreground; }
+        & > .hex--highlight { background: $primary 40%; }
+        & > .hex--cursor { background: $accent; color: $background; text-style: bold; }
+        & > .hex--annotation { color: $text-muted; }
+        & > .hex--error { color: $error; text-style: bold; }
+    }
+    """
+
+    cursor: reactive[int] = reactive(0, init=False, always_update=True)
+    """Offset of the byte under the cursor."""
+
+    class CursorMoved(Message):
+        """The byte cursor moved (coalesced: only the latest one is kept)."""
+
+        def __init__(self, hex_view: "HexView", offset: int) -> None:
+            super().__init__()
+            self.hex_view = hex_view
+            self.offset = offset
+
+        def can_replace(self, message: Message) -> bool:
+            return isinstance(message, HexView.CursorMoved) and message.hex_view is self.hex_view
+
+    def __init__(self, *, name: str | None = None, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(name=name, id=id, classes=classes)
+        self._storage: Storage | None = None
+        self._bytemap: ByteMap | None = None
+        self._nbytes = 0
+        self._bpl = 16
+        self._gen = 0
+        self._cache: LRUCache[tuple, Strip] = LRUCache(1024)
+        self._styles: dict[str, Style] | None = None
+        self.highlight: tuple[int, int] | None = None
+        """``[start, end)`` of the highlighted span, or None."""
+        self.error: str | None = None
+        """Set when the storage could not be read (file changed on disk)."""
+
+    # ------------------------------------------------------------------ public API
+    def set_source(self, storage: Storage | None, bytemap: ByteMap | None, size: int | None = None) -> None:
+        """Show ``storage`` (None: nothing). ``size`` defaults to ``storage.size``."""
+        self._storage = storage
+        self._bytemap = bytemap
+        self._nbytes = size if size is not None else (storage.size if storage is not None else 0)
+        self.error = None
+        self._invalidate()
+        self._update_virtual_size()
+
+    @property
+    def file_size(self) -> int:
+        return self._nbytes
+
+    @property
+    def bytes_per_line(self) -> int:
+        return self._bpl
+
+    def goto(self, offset: int, length: int | None = None, *, center: bool = True) -> None:
+        """Put the cursor on ``offset`` (clamped) and scroll to it; highlight ``length`` bytes if given."""
+        if self._nbytes <= 0:
+            return
+        offset = max(0, min(offset, self._nbytes - 1))
+        if length is not None:
+            self.highlight = (offset, offset + max(0, length)) if length > 0 else None
+        self.cursor = offset
+        self.scroll_to_offset(offset, center=center)
+
+    def set_highlight(self, span: tuple[int, int] | None) -> None:
+        self.highlight = span
+        self._invalidate()
+
+    def scroll_to_offset(self, offset: int, *, center: bool = True) -> None:
+        line = offset // self._bpl
+        h = max(1, self.scrollable_content_region.height or self.size.height or 1)
+        top = int(self.scroll_offset.y)
+        if top <= line < top + h and not center:
+            return
+        if top <= line < top + h:
+            return
+        target = max(0, line - h // 3) if center else (line if line < top else line - h + 1)
+        self.scroll_to(y=target, animate=False, immediate=True)
+
+    # ------------------------------------------------------------------ internals
+    def _invalidate(self) -> None:
+        self._gen += 1
+        self._cache.clear()
+        self.refresh()
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._styles = None
+        self._invalidate()
+
+    def _update_virtual_size(self) -> None:
+        width = self.scrollable_content_region.width or self.size.width or 80
+        bpl = 16 if width >= 76 else 8 if width >= 40 else 4
+        if bpl != self._bpl:
+            self._bpl = bpl
+            self._cache.clear()
+        lines = max(1, -(-self._nbytes // self._bpl))
+        self.virtual_size = Size(width, lines)
+
+    def on_resize(self, event: events.Resize) -> None:
+        self._update_virtual_size()
+        self.scroll_to_offset(self.cursor, center=False)
+
+    def watch_cursor(self, old: int, new: int) -> None:
+        self._invalidate()
+        self.post_message(self.CursorMoved(self, new))
+
+    def _offset_width(self) -> int:
+        return max(8, len(f"{max(0, self._nbytes - 1):x}"))
+
+    def _get_styles(self) -> dict[str, Style]:
+        if self._styles is None:
+            base = self.rich_style
+            self._styles = {
+                name[len("hex--"):]: base + self.get_component_rich_style(name, partial=True)
+                for name in self.COMPONENT_CLASSES
+            }
+            self._styles["base"] = base
+        return self._styles
+
+    def render_line(self, y: int) -> Strip:
+        line_no = int(self.scroll_offset.y) + y
+        width = self.scrollable_content_region.width or self.size.width
+        key = (line_no, self._bpl, width, self._gen)
+        hit = self._cache.get(key)
+        if hit is not None:
+            return hit
+        strip = self._render_hex_line(line_no, width)
+        self._cache[key] = strip
+        return strip
+
+    def _render_hex_line(self, line_no: int, width: int) -> Strip:
+        st = self._get_styles()
+        bpl = self._bpl
+        start = line_no * bpl
+        if self._storage is None or start >= self._nbytes or start < 0:
+            if line_no == 0 and self._storage is None:
+                return Strip([Segment("(no bytes to show)", st["annotation"])]).extend_cell_length(width, st["base"]).crop(0, width)
+            return Strip.blank(width, st["base"])
+        end = min(self._nbytes, start + bpl)
+        try:
+            data = self._storage.read(start, end - start)
+        except FormatError as e:
+            self.error = e.message
+            return Strip([Segment(f"{start:0{self._offset_width()}x}  ", st["offset"]),
+                          Segment(safe_str(e.message, 200) + "  (r: reload)", st["error"])]).extend_cell_length(width, st["base"]).crop(0, width)
+        bm = self._bytemap
+        # per-byte style keys
+        keys: list[str] = []
+        if bm is not None:
+            for r0, r1, (kind, idx) in bm.runs(start, end):
+                name = {"tensor": "tensor-a" if idx == 0 else "tensor-b"}.get(kind, kind)
+                if name not in st:
+                    name = "none"
+                keys.extend([name] * (r1 - r0))
+        else:
+            keys = ["none"] * (end - start)
+        hl = self.highlight
+        cur = self.cursor
+        segs: list[Segment] = []
+        mark = start % 64 == 0
+        segs.append(Segment("•" if mark else " ", st["mark"]))
+        segs.append(Segment(f"{start:0{self._offset_width()}x}", st["mark"] if mark else st["offset"]))
+        segs.append(Segment("  ", st["base"]))
+
+        def byte_style(i: int) -> Style:
+            off = start + i
+            s = st[keys[i]]
+            if off == cur:
+                return s + st["cursor"]
+            if hl is not None and hl[0] <= off < hl[1]:
+                return s + st["highlight"]
+            return s
+
+        for i in range(bpl):
+            if i < len(data):
+                segs.append(Segment(f"{data[i]:02x}", byte_style(i)))
+            else:
+                segs.append(Segment("  ", st["base"]))
+            sep = "  " if (i == 7 and bpl == 16) else " "
+            # the separator keeps the highlight when both neighbours are highlighted
+            if hl is not None and i + 1 < len(data) and hl[0] <= start + i and start + i + 1 < hl[1]:
+                segs.append(Segment(sep, st["base"] + st["highlight"]))
+            else:
+                segs.append(Segment(sep, st["base"]))
+        segs.append(Segment(" ", st["base"]))
+        for i in range(bpl):
+            if i < len(data):
+                b = data[i]
+                ch = chr(b) if 0x20 <= b < 0x7F else "."
+                segs.append(Segment(ch, byte_style(i)))
+            else:
+                segs.append(Segment(" ", st["base"]))
+        used = sum(len(s.text) for s in segs)
+        room = width - used - 2
+        if bm is not None and room >= 6:
+            ann = bm.label_at_line(start, end)
+            if ann:
+                segs.append(Segment("  ", st["base"]))
+                segs.append(Segment(safe_str(ann, room), st["annotation"]))
+        return Strip(segs).extend_cell_length(width, st["base"]).crop(0, width)
+
+    # ------------------------------------------------------------------ actions
+    def action_cursor(self, delta: int) -> None:
+        if delta in (16, -16):
+            delta = self._bpl if delta > 0 else -self._bpl
+        self._move(self.cursor + delta)
+
+    def action_page(self, direction: int) -> None:
+        h = max(1, self.scrollable_content_region.height - 1)
+        self._move(self.cursor + direction * h * self._bpl)
+
+    def action_line_edge(self, which: int) -> None:
+        base = self.cursor - self.cursor % self._bpl
+        self._move(base if which == 0 else base + self._bpl - 1)
+
+    def action_file_edge(self, which: int) -> None:
+        self._move(0 if which == 0 else self._nbytes - 1)
+
+    def _move(self, offset: int) -> None:
+        if self._nbytes <= 0:
+            return
+        offset = max(0, min(self._nbytes - 1, offset))
+        self.cursor = offset
+        self.scroll_to_offset(offset, center=False)
+
+    def offset_at(self, x: int, y: int) -> int | None:
+        """The byte offset under content coordinates (x, y), or None."""
+        line = int(self.scroll_offset.y) + y
+        col = x - (1 + self._offset_width() + 2)
+        if col < 0:
+            return None
+        hex_width = self._bpl * 3 + (1 if self._bpl == 16 else 0)
+        if col < hex_width:
+            if self._bpl == 16 and col >= 8 * 3:
+                col -= 1
+            i = col // 3
+        else:
+            i = col - hex_width - 1
+            if not 0 <= i < self._bpl:
+                return None
+        off = line * self._bpl + i
+        return off if 0 <= off < self._nbytes else None
+
+    def on_click(self, event: events.Click) -> None:
+        off = self.offset_at(event.x, event.y)
+        if off is not None:
+            self.cursor = off

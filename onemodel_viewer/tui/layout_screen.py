@@ -1,0 +1,169 @@
+"""The ``l`` screen: the file's extents in order — header, manifest, padding, each tensor,
+gaps no tensor owns, overlaps, non-zero padding and bytes past the data region.
+
+The extents are computed in a thread worker (checking padding and gaps for non-zero
+bytes reads them); choosing a row returns its start offset.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.screen import ModalScreen
+from textual.widgets import DataTable, Footer, Static
+
+from ..format.errors import FormatError
+from ..format.storage import Storage
+from .bytemap import ByteMap
+from .safe import human_size, safe_text
+
+MAX_ROWS = 20000
+
+
+@dataclass(frozen=True, slots=True)
+class Extent:
+    start: int
+    end: int
+    kind: str
+    """``header``, ``manifest``, ``padding``, ``tensor``, ``gap``, ``overlap``, ``tail``."""
+    name: str = ""
+    note: str = ""
+
+
+def _nonzero(storage: Storage | None, start: int, end: int) -> int | None:
+    """Offset of the first non-zero byte in ``[start, end)``, None if all zero (chunked reads)."""
+    if storage is None:
+        return None
+    import numpy as np
+
+    pos = start
+    while pos < end:
+        n = min(end - pos, 8 << 20)
+        v = storage.view(pos, n)
+        nz = np.flatnonzero(v)
+        if nz.size:
+            return pos + int(nz[0])
+        pos += n
+    return None
+
+
+def compute_extents(bm: ByteMap, storage: Storage | None) -> list[Extent]:
+    """Every extent of the file in offset order (pure; reads only padding and gap bytes)."""
+    out: list[Extent] = []
+    data = None
+    for r in bm.base:
+        if r.kind == "data":
+            data = r
+            continue
+        note = ""
+        if r.kind == "padding":
+            nz = _nonzero(storage, r.start, r.end)
+            note = f"NON-ZERO byte at 0x{nz:x}" if nz is not None else "zero"
+        out.append(Extent(r.start, r.end, r.kind, r.name, note))
+    if data is not None:
+        covered = data.start
+        for t in bm.tensors:
+            if t.start > covered:
+                nz = _nonzero(storage, covered, t.start)
+                note = "alignment padding" if t.start - covered < 64 and t.start % 64 == 0 else "unowned"
+                if nz is not None:
+                    note += f", NON-ZERO byte at 0x{nz:x}"
+                out.append(Extent(covered, t.start, "gap", "", note))
+            if t.start < covered:
+                out.append(Extent(t.start, min(covered, t.end), "overlap", t.name, "shares bytes with an earlier tensor"))
+            note = "" if t.start % 64 == 0 else "NOT 64-aligned"
+            out.append(Extent(t.start, t.end, "tensor", t.name, note))
+            covered = max(covered, t.end)
+        if covered < data.end:
+            nz = _nonzero(storage, covered, data.end)
+            out.append(Extent(covered, data.end, "gap", "", "after the last tensor" + (f", NON-ZERO byte at 0x{nz:x}" if nz is not None else "")))
+    out.sort(key=lambda e: (e.start, e.kind != "tensor"))
+    return out
+
+
+KIND_STYLE = {"header": "yellow", "manifest": "green", "padding": "dim", "tensor": "cyan", "gap": "magenta",
+              "overlap": "bold red", "tail": "red", "onnx": ""}
+
+
+class LayoutScreen(ModalScreen[Any]):
+    """A table of extents; enter returns the chosen extent's start offset."""
+
+    BINDINGS = [Binding("escape,l,q", "close", "Close"), Binding("enter", "choose", "Go to")]
+
+    DEFAULT_CSS = """
+    LayoutScreen { background: $background 60%; }
+    LayoutScreen > #layout-title { dock: top; height: 1; background: $panel; padding: 0 1; }
+    LayoutScreen > DataTable { height: 1fr; }
+    """
+
+    def __init__(self, bytemap: ByteMap, storage: Storage | None) -> None:
+        super().__init__()
+        self.bytemap = bytemap
+        self.storage = storage
+        self.extents: list[Extent] | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Static(Text(" layout: computing…", style="bold"), id="layout-title")
+        yield DataTable(cursor_type="row", zebra_stripes=True, id="layout-table")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        table = self.query_one(DataTable)
+        table.add_columns("start", "end", "size", "kind", "name", "note")
+        table.focus()
+        self._compute()
+
+    @work(thread=True, exclusive=True, group="layout", exit_on_error=False)
+    def _compute(self) -> None:
+        try:
+            ext = compute_extents(self.bytemap, self.storage)
+            err = None
+        except FormatError as e:
+            ext, err = [], f"{e.kind}: {e.message}"
+        except Exception as e:  # never take the viewer down
+            ext, err = [], f"{type(e).__name__}: {e}"
+        try:
+            self.app.call_from_thread(self._show, ext, err)
+        except Exception:
+            pass
+
+    def _show(self, ext: list[Extent], err: str | None) -> None:
+        self.extents = ext
+        table = self.query_one(DataTable)
+        counts: dict[str, int] = {}
+        for i, e in enumerate(ext[:MAX_ROWS]):
+            counts[e.kind] = counts.get(e.kind, 0) + 1
+            table.add_row(
+                Text(f"0x{e.start:x}", style="cyan"), Text(f"0x{e.end:x}", style="cyan"),
+                Text(human_size(e.end - e.start)), Text(e.kind, style=KIND_STYLE.get(e.kind, "")),
+                safe_text(e.name, limit=60), Text(e.note, style="red" if "NON-ZERO" in e.note or "NOT" in e.note else "dim"),
+                key=str(i),
+            )
+        title = Text(" layout: ", style="bold")
+        title.append(" · ".join(f"{v:,} {k}" for k, v in counts.items()))
+        if len(ext) > MAX_ROWS:
+            title.append(f" (first {MAX_ROWS:,} rows)", style="dim")
+        if err:
+            title.append("  " + err, style="red")
+        title.append("   enter: go to · escape: close", style="dim")
+        self.query_one("#layout-title", Static).update(title)
+
+    def action_choose(self) -> None:
+        self._choose(self.query_one(DataTable).cursor_row)
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        self._choose(event.cursor_row)
+
+    def _choose(self, row: int) -> None:
+        if self.extents and 0 <= row < len(self.extents):
+            e = self.extents[row]
+            self.dismiss((e.start, e.end - e.start))
+
+    def action_close(self) -> None:
+        self.dismiss(None)

@@ -1,0 +1,68 @@
+"""The ``p`` screen: every problem and finding of the document.
+
+Choosing a row closes the screen and returns the record; the app then moves the
+hex pane to its offset and the tree to the record its ``where`` names.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.screen import ModalScreen
+from textual.widgets import DataTable, Footer, Static
+
+from .safe import safe_text
+
+
+class ProblemsScreen(ModalScreen[Any]):
+    """Problems (kind, where, offset, message) then findings (code, ...)."""
+
+    BINDINGS = [Binding("escape,p,q", "close", "Close"), Binding("enter", "choose", "Go to", show=True)]
+
+    DEFAULT_CSS = """
+    ProblemsScreen { background: $background 60%; }
+    ProblemsScreen > #problems-title { dock: top; height: 1; background: $panel; padding: 0 1; }
+    ProblemsScreen > DataTable { height: 1fr; }
+    """
+
+    def __init__(self, problems: list, findings: list) -> None:
+        super().__init__()
+        self.records: list[Any] = [*problems, *findings]
+        self._n_problems = len(problems)
+
+    def compose(self) -> ComposeResult:
+        title = Text(f" {self._n_problems} problem(s), {len(self.records) - self._n_problems} finding(s)", style="bold")
+        title.append("   enter: go to · escape: close", style="dim")
+        yield Static(title, id="problems-title")
+        yield DataTable(cursor_type="row", zebra_stripes=True, id="problems-table")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        table = self.query_one(DataTable)
+        table.add_columns("kind", "where", "offset", "message")
+        for i, r in enumerate(self.records):
+            is_problem = i < self._n_problems
+            kind = Text(str(r.kind) if is_problem else r.code, style="bold red" if is_problem else "yellow")
+            off = Text("-" if r.offset is None else f"0x{r.offset:x}", style="cyan")
+            table.add_row(kind, safe_text(r.where, limit=60), off, safe_text(r.message, limit=200), key=str(i))
+        if not self.records:
+            table.add_row(Text("none", style="green"), Text("the file is valid"), Text(""), Text(""))
+        table.focus()
+
+    def action_choose(self) -> None:
+        table = self.query_one(DataTable)
+        self._choose(table.cursor_row)
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        self._choose(event.cursor_row)
+
+    def _choose(self, row: int) -> None:
+        if 0 <= row < len(self.records):
+            self.dismiss(self.records[row])
+
+    def action_close(self) -> None:
+        self.dismiss(None)

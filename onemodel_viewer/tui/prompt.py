@@ -1,0 +1,80 @@
+"""A one-line prompt (go to offset, search): returns the text, or None when cancelled."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Input, Label
+
+
+class Prompt(ModalScreen[str | None]):
+    """Ask for one line of text. Enter answers, Escape cancels."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+
+    DEFAULT_CSS = """
+    Prompt { align: center top; }
+    Prompt > Vertical { width: 70; max-width: 95%; height: auto; margin-top: 3; padding: 0 1;
+                        border: round $accent; background: $panel; }
+    Prompt Label { width: 100%; color: $text-muted; }
+    """
+
+    def __init__(self, title: str, placeholder: str = "", value: str = "", hint: str = "") -> None:
+        super().__init__()
+        self._title = title
+        self._placeholder = placeholder
+        self._value = value
+        self._hint = hint
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Label(self._title, markup=False)
+            yield Input(value=self._value, placeholder=self._placeholder, id="prompt-input")
+            if self._hint:
+                yield Label(self._hint, markup=False)
+
+    def on_mount(self) -> None:
+        self.query_one(Input).focus()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.dismiss(event.value)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+def parse_offset(text: str, size: int, current: int = 0) -> int | None:
+    """``0x1a40``, ``1a40h``, ``$1a40``, ``6720``, ``+64``/``-64`` (relative), ``end``, ``50%`` -> offset.
+
+    Plain digits are decimal; anything with a-f letters is hex. Returns None when not understood.
+    """
+    s = text.strip().lower().replace("_", "").replace(",", "")
+    if not s:
+        return None
+    rel = 0
+    if s[0] in "+-":
+        rel = 1 if s[0] == "+" else -1
+        s = s[1:].strip()
+    try:
+        if s == "end":
+            v = max(0, size - 1)
+        elif s.endswith("%"):
+            v = int(float(s[:-1]) * size / 100)
+        elif s.startswith("0x"):
+            v = int(s[2:], 16)
+        elif s.startswith("$"):
+            v = int(s[1:], 16)
+        elif s.endswith("h"):
+            v = int(s[:-1], 16)
+        elif s.isdigit():
+            v = int(s, 10)
+        else:
+            v = int(s, 16)
+    except ValueError:
+        return None
+    if rel:
+        v = current + rel * v
+    return v

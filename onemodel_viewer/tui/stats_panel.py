@@ -1,0 +1,248 @@
+"""Tensor statistics, computed off the UI thread, cached per tensor.
+
+:meth:`StatsPanel.show_tensor` shows cached results at once or starts a thread worker
+(``group="stats"``, exclusive: a new request replaces the old one) that runs
+:func:`onemodel_viewer.analysis.stats.compute_stats` with a ``threading.Event`` for
+cancellation and a progress callback. Results come back only through
+``call_from_thread``. A :class:`FormatError` (file changed on disk...) is shown,
+never raised: press ``r`` in the app to reload.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from typing import Any
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.message import Message
+from textual.widgets import ProgressBar, Sparkline, Static
+
+from ..format.errors import FormatError
+from ..format.schema import Tensor
+from .safe import human_size, safe_text
+
+AUTO_LIMIT = 256 << 20
+"""Tensors up to this many bytes get statistics as soon as they are selected; bigger ones on ``s``."""
+
+PROGRESS_MIN = 32 << 20
+"""Show the progress bar for tensors of at least this many bytes."""
+
+
+def fmt_num(v: float | None) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float) and (math.isnan(v) or math.isinf(v)):
+        return str(v)
+    if isinstance(v, int) or (isinstance(v, float) and v.is_integer() and abs(v) < 1e15):
+        return f"{int(v):,}" if abs(v) >= 1000 else str(int(v))
+    a = abs(v)
+    if a != 0 and (a < 1e-3 or a >= 1e6):
+        return f"{v:.4g}"
+    return f"{v:.4f}".rstrip("0").rstrip(".") if "." in f"{v:.4f}" else f"{v:.4f}"
+
+
+def stats_text(t: Tensor, s: Any) -> Text:
+    """The summary lines for ``s`` (a ``TensorStats``)."""
+    out = Text()
+    out.append("stats ", style="bold")
+    out.append_text(safe_text(t.name or "(unnamed)", limit=50))
+    out.append(f"  {s.count:,} elements\n", style="dim")
+    if t.is_string or getattr(s, "dtype", 0) == 8:
+        out.append("lengths ", style="bold")
+        out.append(f"min {fmt_num(s.min_len)}  max {fmt_num(s.max_len)}  total {fmt_num(s.total_len)}\n")
+        for p in s.previews:
+            out.append('  "')
+            out.append_text(safe_text(p, limit=100))
+            out.append('"\n')
+        return out
+    out.append("min ", style="bold")
+    out.append(fmt_num(s.min))
+    out.append("  max ", style="bold")
+    out.append(fmt_num(s.max))
+    out.append("  μ ", style="bold")
+    out.append(fmt_num(s.mean))
+    out.append("  σ ", style="bold")
+    out.append(fmt_num(s.std))
+    out.append("\n")
+    for label, n, bad in (("NaN", s.nan, True), ("+Inf", s.posinf, True), ("-Inf", s.neginf, True),
+                          ("zeros", s.zeros, False), ("finite", s.finite, False)):
+        out.append(f"{label} ", style="bold")
+        out.append(f"{n:,}", style="red" if bad and n else "")
+        out.append("  ")
+    out.append("\n")
+    if s.first:
+        out.append("first ", style="bold")
+        out.append_text(safe_text(", ".join(s.first), limit=200))
+        out.append("\n")
+    if s.hist_range is not None:
+        lo, hi = s.hist_range
+        out.append(f"histogram {fmt_num(lo)} … {fmt_num(hi)}", style="dim")
+    return out
+
+
+class StatsPanel(Vertical):
+    """Statistics of one tensor: summary, histogram (sparkline), progress while computing."""
+
+    DEFAULT_CSS = """
+    StatsPanel { height: auto; max-height: 14; }
+    StatsPanel > #stats-summary { height: auto; }
+    StatsPanel > Sparkline { height: 2; margin: 0 1; }
+    StatsPanel > ProgressBar { height: 1; }
+    StatsPanel .hidden { display: none; }
+    """
+
+    class Finished(Message):
+        """Statistics of ``tensor`` are ready (``stats``), cancelled, or failed (``error``)."""
+
+        def __init__(self, tensor: Tensor, stats: Any = None, error: str | None = None, cancelled: bool = False) -> None:
+            super().__init__()
+            self.tensor = tensor
+            self.stats = stats
+            self.error = error
+            self.cancelled = cancelled
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self._cache: dict[int, tuple[Tensor, Any]] = {}
+        self._tensor: Tensor | None = None
+        self._cancel: threading.Event | None = None
+        self.state = "idle"
+        """``idle``, ``running``, ``done``, ``cancelled``, ``error``, ``unavailable``."""
+
+    def compose(self) -> ComposeResult:
+        yield Static(Text("select a tensor; s computes statistics", style="dim"), id="stats-summary")
+        yield Sparkline([], id="stats-hist", classes="hidden")
+        yield ProgressBar(total=100, show_eta=False, id="stats-progress", classes="hidden")
+
+    # ------------------------------------------------------------------ API
+    def cached(self, t: Tensor) -> Any:
+        hit = self._cache.get(id(t))
+        return hit[1] if hit is not None and hit[0] is t else None
+
+    def clear_cache(self) -> None:
+        self._cache.clear()
+
+    def show_tensor(self, t: Tensor | None, *, force: bool = False) -> None:
+        """Show ``t``'s statistics: cached, computed now (small or ``force``), or a hint."""
+        if self._tensor is not t:
+            self.cancel()
+        self._tensor = t
+        summary = self.query_one("#stats-summary", Static)
+        hist = self.query_one("#stats-hist", Sparkline)
+        if t is None:
+            self.state = "idle"
+            summary.update(Text("select a tensor; s computes statistics", style="dim"))
+            hist.add_class("hidden")
+            return
+        hit = self.cached(t)
+        if hit is not None:
+            self._render_stats(t, hit)
+            return
+        size = 0 if t.is_string else t.length
+        if not force and size > AUTO_LIMIT:
+            self.state = "idle"
+            summary.update(Text(f"{human_size(size)}: press s to compute statistics", style="dim"))
+            hist.add_class("hidden")
+            return
+        self.start(t)
+
+    def start(self, t: Tensor) -> None:
+        """Start computing ``t``'s statistics in a worker."""
+        try:
+            from ..analysis.stats import compute_stats  # noqa: F401
+        except ImportError:
+            self.state = "unavailable"
+            self.query_one("#stats-summary", Static).update(Text("statistics module not available", style="red"))
+            return
+        self.cancel()
+        ev = threading.Event()
+        self._cancel = ev
+        self.state = "running"
+        self.query_one("#stats-summary", Static).update(
+            Text.assemble(("computing statistics of ", "dim"), safe_text(t.name or "(unnamed)", limit=60), ("… (c cancels)", "dim"))
+        )
+        self.query_one("#stats-hist", Sparkline).add_class("hidden")
+        bar = self.query_one("#stats-progress", ProgressBar)
+        bar.update(total=100, progress=0)
+        bar.set_class(t.is_string or t.length < PROGRESS_MIN, "hidden")
+        self._compute(t, ev)
+
+    def cancel(self) -> bool:
+        """Ask the running computation to stop. True if one was running."""
+        ev = self._cancel
+        if ev is not None and not ev.is_set() and self.state == "running":
+            ev.set()
+            return True
+        return False
+
+    # ------------------------------------------------------------------ worker
+    @work(thread=True, exclusive=True, group="stats", exit_on_error=False)
+    def _compute(self, t: Tensor, ev: threading.Event) -> None:
+        from ..analysis.stats import Cancelled, compute_stats
+
+        last = [-1]
+
+        def progress(done: int, total: int) -> None:
+            pct = int(done * 100 / total) if total else 100
+            if pct != last[0]:
+                last[0] = pct
+                self._post(self._progress, t, pct)
+
+        try:
+            s = compute_stats(t, cancel=ev, progress=progress)
+        except Cancelled:
+            self._post(self._finish, t, None, None, True)
+        except FormatError as e:
+            self._post(self._finish, t, None, f"{e.kind}: {e.message}", False)
+        except Exception as e:  # a bug in the core must not take the viewer down
+            self._post(self._finish, t, None, f"{type(e).__name__}: {e}", False)
+        else:
+            self._post(self._finish, t, s, None, bool(getattr(s, "cancelled", False)))
+
+    def _post(self, fn, *args) -> None:
+        try:
+            self.app.call_from_thread(fn, *args)
+        except Exception:  # app shutting down
+            pass
+
+    def _progress(self, t: Tensor, pct: int) -> None:
+        if t is self._tensor:
+            self.query_one("#stats-progress", ProgressBar).update(progress=pct)
+
+    def _finish(self, t: Tensor, s: Any, error: str | None, cancelled: bool) -> None:
+        if s is not None and not cancelled:
+            self._cache[id(t)] = (t, s)
+        self.post_message(self.Finished(t, s, error, cancelled))
+        if t is not self._tensor:
+            return
+        self.query_one("#stats-progress", ProgressBar).add_class("hidden")
+        summary = self.query_one("#stats-summary", Static)
+        if cancelled:
+            self.state = "cancelled"
+            summary.update(Text("statistics cancelled (s: compute again)", style="yellow"))
+        elif error is not None:
+            self.state = "error"
+            summary.update(Text.assemble(("statistics failed: ", "bold red"), safe_text(error, limit=300),
+                                         ("  (r: reload the file)", "dim")))
+        else:
+            self._render_stats(t, s)
+
+    def _render_stats(self, t: Tensor, s: Any) -> None:
+        self.state = "done"
+        self.query_one("#stats-summary", Static).update(stats_text(t, s))
+        hist = self.query_one("#stats-hist", Sparkline)
+        data = list(getattr(s, "histogram", ()) or ())
+        if data and any(data):
+            hist.data = [float(x) for x in data]
+            hist.remove_class("hidden")
+        else:
+            hist.add_class("hidden")
+
+    def summary_text(self) -> str:
+        """Plain text of the summary (tests)."""
+        r = self.query_one("#stats-summary", Static).render()
+        return r.plain if hasattr(r, "plain") else str(r)

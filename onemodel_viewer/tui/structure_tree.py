@@ -1,0 +1,97 @@
+"""The structure tree: model, graphs, nodes, tensors, functions, problems — built lazily.
+
+Children of an item are made only when it is expanded (or when :meth:`StructureTree.reveal`
+walks through it), so opening a model with 100,000 nodes costs the same as a tiny one.
+Labels are :class:`rich.text.Text` made by :mod:`.entries` (never markup).
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.widgets import Tree
+from textual.widgets.tree import TreeNode
+
+from .entries import Entry, path_to
+
+
+class StructureTree(Tree[Entry]):
+    """A :class:`Tree` of :class:`Entry` items with on-demand children."""
+
+    DEFAULT_CSS = """
+    StructureTree { scrollbar-size-horizontal: 0; }
+    """
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(Text("model"), id=id, classes=classes)
+        self.show_root = False
+        self.guide_depth = 2
+        self._loaded: set[int] = set()
+        self._node_of: dict[int, TreeNode[Entry]] = {}
+        self._children_of: dict[int, list[Entry]] = {}
+        self._roots: list[Entry] = []
+
+    def set_entries(self, roots: list[Entry]) -> None:
+        """Replace the tree's contents with ``roots`` (collapsed)."""
+        self.clear()
+        self._loaded.clear()
+        self._node_of.clear()
+        self._children_of.clear()
+        self._roots = roots
+        for e in roots:
+            self._node_of[id(e)] = self.root.add(e.label, e, allow_expand=e.expandable)
+        self.root.expand()
+
+    @property
+    def roots(self) -> list[Entry]:
+        return self._roots
+
+    def node_for(self, entry: Entry) -> TreeNode[Entry] | None:
+        return self._node_of.get(id(entry))
+
+    def populate(self, node: TreeNode[Entry]) -> list[Entry]:
+        """Make ``node``'s children if not made yet; return its entries."""
+        e = node.data
+        if e is None:
+            return []
+        key = id(e)
+        if key in self._children_of:
+            return self._children_of[key]
+        kids = e.children() if e.children is not None else []
+        self._children_of[key] = kids
+        for k in kids:
+            self._node_of[id(k)] = node.add(k.label, k, allow_expand=k.expandable)
+        return kids
+
+    def _on_tree_node_expanded(self, event: Tree.NodeExpanded[Entry]) -> None:
+        if event.node.tree is self:
+            self.populate(event.node)
+
+    def _entry_children(self, entry: Entry) -> list[Entry]:
+        node = self._node_of.get(id(entry))
+        return self.populate(node) if node is not None else []
+
+    def path_to(self, where: str) -> list[Entry]:
+        return path_to(self._roots, where, expand=self._entry_children)
+
+    def reveal_entry(self, entry: Entry, chain: list[Entry] | None = None) -> bool:
+        """Expand the ancestors of ``entry`` (a known entry), move the cursor to it."""
+        node = self._node_of.get(id(entry))
+        if node is None:
+            return False
+        p = node.parent
+        while p is not None and p is not self.root:
+            if not p.is_expanded:
+                p.expand()
+            p = p.parent
+        _ = self.last_line  # rebuild the line table so the node's line is known
+        self.move_cursor(node)
+        self.scroll_to_node(node, animate=False)
+        return True
+
+    def reveal(self, where: str) -> Entry | None:
+        """Expand down to the record at ``where`` (or its nearest ancestor) and put the cursor on it."""
+        chain = self.path_to(where)
+        if not chain:
+            return None
+        self.reveal_entry(chain[-1])
+        return chain[-1]
