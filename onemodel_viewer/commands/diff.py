@@ -1,0 +1,160 @@
+"""``onemodel-view --diff A B --json`` / ``--summary``: differences for scripts and for people.
+
+Exit status: 0 the models are equal, 1 they differ, 2 a file could not be
+opened or read (one line on stderr naming the file and the reader's problem
+kind and ``where``; never a traceback).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, TextIO
+
+try:  # the project's shared helper (reader helper), when present
+    from ..textsafe import visible  # type: ignore[import-not-found]
+except ImportError:  # pragma: no cover - depends on the other helper's progress
+    import unicodedata
+
+    def visible(s: str) -> str:
+        out = []
+        for ch in s:
+            o = ord(ch)
+            if o < 0x20 or o == 0x7F or 0x80 <= o < 0xA0:
+                out.append(f"\\x{o:02x}")
+            elif unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"):
+                out.append(f"\\u{o:04x}" if o <= 0xFFFF else f"\\U{o:08x}")
+            else:
+                out.append(ch)
+        return "".join(out)
+
+
+MAX_ROWS = 500
+"""Rows of the summary table; the rest is counted (``--json`` lists everything)."""
+
+
+def _error(path: str, exc: BaseException, err: TextIO) -> int:
+    from ..format.errors import FormatError
+
+    if isinstance(exc, FormatError):
+        where = f" at {exc.where}" if exc.where else ""
+        off = f" (offset {exc.offset})" if exc.offset is not None else ""
+        msg = f"{exc.kind.value}{where}{off}: {exc.message}"
+    elif isinstance(exc, OSError):
+        msg = f"Io: {exc.strerror or exc}"
+    else:
+        msg = f"internal error: {type(exc).__name__}: {exc}"
+    print(f"onemodel-view: {visible(str(path))}: {visible(msg)}", file=err)
+    return 2
+
+
+def run_diff(a: str, b: str, as_json: bool = False, *, out: TextIO | None = None, err: TextIO | None = None) -> int:
+    """Compare files ``a`` and ``b`` (OneModel or ONNX, any combination); print JSON or a summary."""
+    out = out if out is not None else sys.stdout
+    err = err if err is not None else sys.stderr
+    from .. import format as omf
+    from ..analysis.diff import diff
+
+    docs = []
+    try:
+        for path in (a, b):
+            try:
+                docs.append(omf.open(path))
+            except Exception as e:  # noqa: BLE001 - reported as one line, exit 2
+                return _error(path, e, err)
+        try:
+            result = diff(docs[0], docs[1])
+        except Exception as e:  # noqa: BLE001 - e.g. a file changed on disk while being read (Io)
+            return _error(_blame(docs, a, b), e, err)
+    finally:
+        for d in docs:
+            try:
+                d.close()
+            except Exception:  # noqa: BLE001
+                pass
+    if as_json:
+        json.dump(result.as_json(a, b), out, ensure_ascii=False, allow_nan=False)
+        out.write("\n")
+    else:
+        _summary(a, b, docs, result, out)
+    return 0 if result.equal else 1
+
+
+def _blame(docs, a: str, b: str) -> str:
+    """Which file an error during the comparison is about: the one that changed on disk, else both."""
+    for doc, path in zip(docs, (a, b)):
+        changed = getattr(doc.storage, "changed", None)
+        if changed is not None and changed():
+            return path
+    return f"{a} / {b}"
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _detail_text(d) -> str:
+    det = d.detail or {}
+    if "differing" in det:
+        parts = [f"{det['differing']:,}" + (f" of {det['count']:,}" if "count" in det else "") + " elements differ"]
+        if "first_index" in det:
+            parts.append("first at [" + ",".join(map(str, det["first_index"])) + "]")
+        if "max_abs" in det:
+            parts.append(f"max abs {det['max_abs']:.6g}" if isinstance(det["max_abs"], float) else f"max abs {det['max_abs']}")
+        if "max_rel" in det:
+            parts.append(f"max rel {det['max_rel']:.6g}" if isinstance(det["max_rel"], float) else f"max rel {det['max_rel']}")
+        if det.get("nonfinite"):
+            parts.append(f"{det['nonfinite']} non-finite")
+        return ", ".join(parts)
+    if det.get("order"):
+        return "same entries, different order"
+    if "a_value" in det:
+        return f"{_cell(det['a_value'])} -> {_cell(det['b_value'])}"
+    return ""
+
+
+def _summary(a: str, b: str, docs, result, out: TextIO) -> None:
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    console = Console(file=out, highlight=False, soft_wrap=False)
+    for label, path, doc in (("A", a, docs[0]), ("B", b, docs[1])):
+        console.print(Text.assemble((f"{label} ", "bold"), visible(str(path)), f"  ({doc.source}, {doc.size:,} bytes)"))
+    counts = {"added": 0, "removed": 0, "changed": 0}
+    for d in result.differences:
+        counts[d.change] = counts.get(d.change, 0) + 1
+    if result.equal:
+        console.print(Text("equal: the two files hold the same model", style="bold green"))
+    else:
+        console.print(Text(
+            f"{len(result.differences):,} differences: {counts['added']:,} added, {counts['removed']:,} removed, "
+            f"{counts['changed']:,} changed",
+            style="bold red",
+        ))
+        table = Table(show_lines=False, expand=False)
+        table.add_column("change", no_wrap=True)
+        table.add_column("where", overflow="fold")
+        table.add_column("A", overflow="fold")
+        table.add_column("B", overflow="fold")
+        table.add_column("detail", overflow="fold")
+        style = {"added": "green", "removed": "red", "changed": "yellow"}
+        for d in result.differences[:MAX_ROWS]:
+            table.add_row(
+                Text(d.change, style=style.get(d.change, "")),
+                Text(visible(d.where)),
+                Text(visible(_cell(d.a))),
+                Text(visible(_cell(d.b))),
+                Text(visible(_detail_text(d))),
+            )
+        console.print(table)
+        if len(result.differences) > MAX_ROWS:
+            console.print(Text(f"... and {len(result.differences) - MAX_ROWS:,} more (use --json for all)"))
+    if result.equivalences:
+        console.print(Text("treated as the same (spec equivalences):", style="bold"))
+        for e in result.equivalences:
+            console.print(Text("  " + visible(e)))

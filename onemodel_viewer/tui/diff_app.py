@@ -1,0 +1,355 @@
+"""The viewer in diff mode: ``onemodel-view --diff A B``.
+
+One tree over both models with a marker per entry (``=`` equal, ``+`` added, ``-``
+removed, ``~`` changed), a detail pane with both sides of the selected entry, and
+the hex panes of both files, which jump to the first differing bytes of a changed
+tensor. Opening the files and computing the diff run in a thread worker; the UI
+thread only renders. ``f`` toggles "only differences", ``n``/``N`` go to the
+next/previous difference.
+
+:func:`make_diff_app` is the factory shared by the CLI and the tests.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+from rich.text import Text
+from textual import work
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.message import Message
+from textual.widgets import Footer, Static
+
+from ..analysis.diff import ADDED, CHANGED, EQUAL, REMOVED, DiffCancelled, DiffNode, DiffResult, Difference
+from ..format.document import Document
+from ..format.schema import Node, SparseTensor, Tensor, ValueInfo
+from .detail_pane import DetailPane
+from .diff_tree import MARKERS, DiffTree, describe
+from .hex_view import HexView
+from .safe import human_size, safe_str, safe_text
+
+
+def _value_text(v: Any) -> str:
+    import json
+
+    if v is None:
+        return "—"
+    if isinstance(v, str):
+        return v
+    return json.dumps(v, ensure_ascii=False)
+
+
+def _record_lines(side: str, rec: Any) -> list[Text]:
+    """What one side holds for the selected entry."""
+    head = Text(f"{side}  ", style="bold")
+    if rec is None:
+        return [head + Text("(absent)", style="dim")]
+    if isinstance(rec, Node):
+        t = head + safe_text(rec.op) + Text("  ") + safe_text(rec.name or "(unnamed)", style="dim")
+        lines = [t]
+        lines.append(Text("    in   ") + safe_text(", ".join(rec.inputs) or "—"))
+        lines.append(Text("    out  ") + safe_text(", ".join(rec.outputs) or "—"))
+        return lines
+    if isinstance(rec, Tensor):
+        t = head + safe_text(rec.name or "(unnamed)") + Text("  " + rec.type_str())
+        if rec.file_offset is not None and not rec.is_string:
+            t.append(f"  {human_size(rec.length)} @0x{rec.file_offset:x}", style="dim")
+        return [t]
+    if isinstance(rec, SparseTensor):
+        return [head + safe_text(rec.name or "(unnamed)") + Text("  sparse " + rec.values.type_str())]
+    if isinstance(rec, ValueInfo):
+        return [head + safe_text(rec.name) + Text("  " + (str(rec.type) if rec.type is not None else "?"))]
+    return [head + safe_text(describe(DiffNode("", "", EQUAL, rec, rec)) or type(rec).__name__)]
+
+
+class DiffApp(App[int]):
+    """Side-by-side comparison of two model files."""
+
+    TITLE = "onemodel-view diff"
+
+    CSS = """
+    #status { height: 2; padding: 0 1; background: $panel; }
+    #body { height: 1fr; }
+    #tree { width: 45%; min-width: 30; border: round $primary; }
+    #right { width: 1fr; }
+    #detail { height: 1fr; border: round $secondary; }
+    .hexbox { height: 1fr; border: round $secondary; }
+    """
+
+    BINDINGS = [
+        Binding("q", "quit", "Quit"),
+        Binding("f", "toggle_filter", "Only differences"),
+        Binding("n", "next_difference(1)", "Next diff"),
+        Binding("N", "next_difference(-1)", "Prev diff", key_display="N"),
+        Binding("tab", "focus_next", "Focus", show=False),
+    ]
+    """
+    | Key | Description |
+    | :- | :- |
+    | q | Quit. |
+    | f | Show only differences / everything. |
+    | n / N | Next / previous difference. |
+    """
+
+    class DiffReady(Message):
+        """The worker finished (``result`` None and ``error`` set on failure)."""
+
+        def __init__(self, docs: list[Document], result: DiffResult | None, error: str | None) -> None:
+            super().__init__()
+            self.docs = docs
+            self.result = result
+            self.error = error
+
+    class Progress(Message):
+        def __init__(self, done: int, total: int) -> None:
+            super().__init__()
+            self.done = done
+            self.total = total
+
+        def can_replace(self, message: Message) -> bool:
+            return isinstance(message, DiffApp.Progress)
+
+    def __init__(self, a: str | Document, b: str | Document) -> None:
+        super().__init__()
+        self.sources = (a, b)
+        self.paths = tuple(s.path if isinstance(s, Document) else str(s) for s in (a, b))
+        self.docs: list[Document] = []
+        self.result: DiffResult | None = None
+        self.error: str | None = None
+        self._cancel = threading.Event()
+        self._diff_nodes: list[DiffNode] = []
+        self._hex_source: dict[str, Any] = {}
+        self._bytemaps: dict[str, Any] = {}
+
+    # ------------------------------------------------------------------ layout
+    def compose(self) -> ComposeResult:
+        yield Static(self._status_text("opening…"), id="status")
+        with Horizontal(id="body"):
+            yield DiffTree(id="tree")
+            with Vertical(id="right"):
+                yield DetailPane(id="detail")
+                with Vertical(classes="hexbox", id="hexbox-a"):
+                    yield HexView(id="hex-a")
+                with Vertical(classes="hexbox", id="hexbox-b"):
+                    yield HexView(id="hex-b")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#hexbox-a").border_title = "A " + safe_str(self.paths[0], 60)
+        self.query_one("#hexbox-b").border_title = "B " + safe_str(self.paths[1], 60)
+        self.query_one("#tree").border_title = "Diff"
+        self.query_one("#detail").border_title = "Detail"
+        self.query_one(DiffTree).focus()
+        self._compute()
+
+    def on_unmount(self) -> None:
+        self._cancel.set()
+
+    def _status_text(self, state: str) -> Text:
+        t = Text()
+        t.append("A ", style="bold")
+        t.append_text(safe_text(self.paths[0], limit=70))
+        t.append("   B ", style="bold")
+        t.append_text(safe_text(self.paths[1], limit=70))
+        t.append("\n")
+        t.append(state)
+        return t
+
+    # ------------------------------------------------------------------ worker
+    @work(thread=True, exclusive=True, group="diff")
+    def _compute(self) -> None:
+        from .. import format as omf
+        from ..analysis.diff import diff
+        from ..format.errors import FormatError
+
+        docs: list[Document] = []
+        try:
+            for src in self.sources:
+                docs.append(src if isinstance(src, Document) else omf.open(src))
+        except FormatError as e:
+            path = self.paths[len(docs)]
+            self.post_message(self.DiffReady(docs, None, f"{safe_str(path, 80)}: {e.kind.value} at {e.where}: {e.message}"))
+            return
+        except Exception as e:  # noqa: BLE001 - shown in the status line, never a traceback
+            path = self.paths[len(docs)]
+            self.post_message(self.DiffReady(docs, None, f"{safe_str(path, 80)}: {type(e).__name__}: {e}"))
+            return
+        last = [0.0]
+
+        def progress(done: int, total: int) -> None:
+            now = time.monotonic()
+            if now - last[0] > 0.1:
+                last[0] = now
+                self.post_message(self.Progress(done, total))
+
+        try:
+            result = diff(docs[0], docs[1], cancel=self._cancel, progress=progress)
+        except DiffCancelled:
+            return
+        except FormatError as e:
+            self.post_message(self.DiffReady(docs, None, f"{e.kind.value} at {e.where}: {e.message}"))
+            return
+        except Exception as e:  # noqa: BLE001
+            self.post_message(self.DiffReady(docs, None, f"{type(e).__name__}: {e}"))
+            return
+        self.post_message(self.DiffReady(docs, result, None))
+
+    def on_diff_app_progress(self, message: "DiffApp.Progress") -> None:
+        if self.result is None and message.total:
+            pct = 100 * message.done // message.total
+            self.query_one("#status", Static).update(self._status_text(
+                f"comparing… {pct}% of {human_size(message.total)}"))
+
+    def on_diff_app_diff_ready(self, message: "DiffApp.DiffReady") -> None:
+        self.docs = message.docs
+        status = self.query_one("#status", Static)
+        if message.error is not None:
+            self.error = message.error
+            status.update(self._status_text("") + Text(safe_str(message.error, 300), style="bold red"))
+            return
+        r = message.result
+        assert r is not None
+        self.result = r
+        self._diff_nodes = [n for n in r.root.walk() if n.status in (ADDED, REMOVED) or n.differences] if r.root else []
+        counts = {ADDED: 0, REMOVED: 0, CHANGED: 0}
+        for d in r.differences:
+            counts[d.change] = counts.get(d.change, 0) + 1
+        if r.equal:
+            state = Text("equal: the two files hold the same model", style="bold green")
+        else:
+            state = Text(f"{len(r.differences):,} differences: {counts[ADDED]} added, {counts[REMOVED]} removed, "
+                         f"{counts[CHANGED]} changed", style="bold yellow")
+        if r.equivalences:
+            state.append(f"   ({len(r.equivalences)} equivalences applied)", style="dim")
+        status.update(self._status_text("") + state)
+        from .bytemap import ByteMap
+
+        for side, doc, hid in (("a", self.docs[0], "#hex-a"), ("b", self.docs[1], "#hex-b")):
+            if doc.storage is not None and doc.source == "onemodel":
+                self._bytemaps[side] = ByteMap(doc)
+                self._set_hex_source(side, hid, doc.storage)
+        tree = self.query_one(DiffTree)
+        tree.set_root(r.root)
+        if self._diff_nodes:
+            tree.reveal(self._diff_nodes[0])
+        self._show(self._diff_nodes[0] if self._diff_nodes else None)
+
+    # ------------------------------------------------------------------ selection
+    def on_tree_node_highlighted(self, event: DiffTree.NodeHighlighted) -> None:
+        if event.node.data is not None:
+            self._show(event.node.data)
+
+    def _set_hex_source(self, side: str, hid: str, storage) -> None:
+        if self._hex_source.get(side) is storage:
+            return
+        self._hex_source[side] = storage
+        bm = None
+        doc = self.docs[0 if side == "a" else 1] if self.docs else None
+        if doc is not None and storage is doc.storage:
+            bm = self._bytemaps.get(side)
+        self.query_one(hid, HexView).set_source(storage, bm)
+
+    def _show(self, dn: DiffNode | None) -> None:
+        pane = self.query_one(DetailPane)
+        if dn is None:
+            pane.show([(Text("no differences" if self.result and self.result.equal else ""), None)])
+            return
+        mark, style = MARKERS.get(dn.status, ("?", ""))
+        lines: list[tuple[Text, Any]] = []
+        lines.append((Text(f"{mark} {dn.status}  ", style=style + " bold") + safe_text(dn.where or "(model)", limit=200),
+                      None))
+        for t in _record_lines("A", dn.a):
+            lines.append((t, None))
+        for t in _record_lines("B", dn.b):
+            lines.append((t, None))
+        for d in dn.differences:
+            lines.extend(self._difference_lines(dn, d))
+        below = sum(len(n.differences) for n in dn.walk()) - len(dn.differences)
+        if below:
+            lines.append((Text(f"{below} more difference(s) inside (n: next)", style="dim"), None))
+        pane.show(lines)
+        self._jump_hex(dn)
+
+    def _difference_lines(self, dn: DiffNode, d: Difference) -> list[tuple[Text, Any]]:
+        suffix = d.where[len(dn.where):] if d.where.startswith(dn.where) else d.where
+        mark, style = MARKERS.get(d.change, ("?", ""))
+        head = Text(f"{mark} ", style=style + " bold") + safe_text(suffix or "(value)", limit=120)
+        head.append(f"  {d.change}", style=style)
+        out: list[tuple[Text, Any]] = [(head, None)]
+        out.append((Text("    A  ", style="bold") + safe_text(_value_text(d.a), limit=200), None))
+        out.append((Text("    B  ", style="bold") + safe_text(_value_text(d.b), limit=200), None))
+        det = d.detail or {}
+        if "differing" in det:
+            t = Text(f"    {det['differing']:,}" + (f" of {det['count']:,}" if "count" in det else "") + " elements differ")
+            if "first_index" in det:
+                t.append("; first at [" + ",".join(map(str, det["first_index"])) + "]")
+            for k in ("max_abs", "max_rel"):
+                if k in det:
+                    v = det[k]
+                    t.append(f"; {k.replace('_', ' ')} " + (f"{v:.6g}" if isinstance(v, float) else str(v)))
+            out.append((t, None))
+        elif det.get("order"):
+            out.append((Text("    same entries, different order"), None))
+        return out
+
+    def _jump_hex(self, dn: DiffNode) -> None:
+        """Point both hex panes at the bytes of the selected entry (first differing bytes when known)."""
+        data_diff = next((d for d in dn.differences if d.where.endswith(".data") and d.detail), None)
+        for side, hid in (("a", "#hex-a"), ("b", "#hex-b")):
+            rec = dn.a if side == "a" else dn.b
+            if isinstance(rec, SparseTensor):
+                rec = rec.values
+            if not isinstance(rec, Tensor) or rec.is_string or rec.storage is None or rec.file_offset is None:
+                continue
+            hv = self.query_one(hid, HexView)
+            self._set_hex_source(side, hid, rec.storage)
+            if data_diff is not None and "first_byte" in data_diff.detail:
+                info = rec.info
+                width = max(1, (info.bits + 7) // 8) if info is not None else 1
+                hv.goto(rec.file_offset + data_diff.detail["first_byte"], width)
+            else:
+                hv.goto(rec.file_offset, rec.length)
+
+    # ------------------------------------------------------------------ actions
+    def action_toggle_filter(self) -> None:
+        tree = self.query_one(DiffTree)
+        tree.set_only_differences(not tree.only_differences)
+        self.notify("only differences" if tree.only_differences else "all entries", timeout=1.5)
+
+    def action_next_difference(self, step: int) -> None:
+        if not self._diff_nodes:
+            return
+        tree = self.query_one(DiffTree)
+        cur = tree.cursor_node.data if tree.cursor_node is not None else None
+        ids = [id(n) for n in self._diff_nodes]
+        if cur is not None and id(cur) in ids:
+            i = (ids.index(id(cur)) + step) % len(ids)
+        else:
+            order = {id(n): k for k, n in enumerate(self.result.root.walk())} if self.result and self.result.root else {}
+            pos = order.get(id(cur), -1) if cur is not None else -1
+            after = [k for k, n in enumerate(self._diff_nodes) if order.get(id(n), 0) > pos]
+            i = (after[0] if after else 0) if step > 0 else (after[0] - 1 if after else len(ids) - 1)
+        target = self._diff_nodes[i]
+        if tree.reveal(target):
+            self._show(target)
+
+
+def make_diff_app(a: str | Document, b: str | Document) -> DiffApp:
+    """The diff viewer for files (or already opened documents) ``a`` and ``b``."""
+    return DiffApp(a, b)
+
+
+def run_diff_viewer(a: str, b: str) -> int:
+    """Run the diff viewer; 0 when it ran, 2 when a file could not be opened."""
+    app = make_diff_app(a, b)
+    app.run()
+    for d in app.docs:
+        try:
+            d.close()
+        except Exception:  # noqa: BLE001
+            pass
+    return 2 if app.error else 0

@@ -1,0 +1,139 @@
+"""The diff viewer (tui/diff_app.py): Pilot tests on hand-built documents, and one snapshot."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+
+import numpy as np
+
+from onemodel_viewer.format.document import Document
+from onemodel_viewer.format.storage import BytesStorage
+from onemodel_viewer.tui.detail_pane import DetailPane
+from onemodel_viewer.tui.diff_app import make_diff_app
+from onemodel_viewer.tui.diff_tree import DiffTree
+from onemodel_viewer.tui.hex_view import HexView
+
+from test_diff_analysis import base_model, replace_init, replace_node  # noqa: E402 - sibling test module
+
+
+def _docs():
+    m = base_model()
+    w = m.graph.initializers[0]
+    data = bytearray(w.raw().tobytes())
+    data[4 * 5 + 3] ^= 0x80
+    m2 = replace_init(m, 0, dataclasses.replace(w, storage=BytesStorage(bytes(data))))
+    m2 = replace_node(m2, 5, op="Sigmoid")
+    return Document("a.onemodel", "onemodel", 1000, model=m), Document("b.onnx", "onnx", 1000, model=m2)
+
+
+def _tree_labels(tree: DiffTree) -> list[str]:
+    out = []
+
+    def rec(node):
+        for c in node.children:
+            out.append(c.label.plain)
+            if c.is_expanded:
+                rec(c)
+
+    rec(tree.root)
+    return out
+
+
+async def _diff_viewer_shows_differences_and_jumps_hex():
+    a, b = _docs()
+    app = make_diff_app(a, b)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert app.result is not None and not app.result.equal
+        assert len(app.result.differences) == 2
+        tree = app.query_one(DiffTree)
+        # the first difference is selected: the weight data
+        assert tree.cursor_node.data.where == 'graph.initializers["w"]'
+        lines = app.query_one(DetailPane).plain_lines()
+        assert any("5.0" in line and "A" in line for line in lines)
+        assert any("-5.0" in line for line in lines)
+        assert any("1 of 12 elements differ" in line for line in lines)
+        # both hex panes sit on the first differing byte (element 5 = byte 20), 4 bytes highlighted
+        for hid in ("#hex-a", "#hex-b"):
+            hv = app.query_one(hid, HexView)
+            assert hv.cursor == 20
+            assert hv.highlight == (20, 24)
+        labels = _tree_labels(tree)
+        assert any(label.startswith("~ graph") for label in labels)
+        assert any(label.startswith("= model") for label in labels)
+
+        await pilot.press("n")
+        await pilot.pause()
+        assert tree.cursor_node.data.where == "graph.nodes[5]"
+        assert any("Sigmoid" in line for line in app.query_one(DetailPane).plain_lines())
+        await pilot.press("n")  # wraps around
+        await pilot.pause()
+        assert tree.cursor_node.data.where == 'graph.initializers["w"]'
+
+
+async def _filter_shows_only_differences():
+    a, b = _docs()
+    app = make_diff_app(a, b)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        tree = app.query_one(DiffTree)
+        assert any(label.startswith("=") for label in _tree_labels(tree))
+        await pilot.press("f")
+        await pilot.pause()
+        labels = _tree_labels(tree)
+        assert labels and not any(label.startswith("=") for label in labels)
+        await pilot.press("n")
+        await pilot.pause()
+        assert tree.cursor_node is not None and tree.cursor_node.data.status != "equal"
+        await pilot.press("f")
+        await pilot.pause()
+        assert any(label.startswith("=") for label in _tree_labels(tree))
+
+
+async def _equal_models():
+    app = make_diff_app(Document("a.onemodel", "onemodel", 1, model=base_model()),
+                        Document("b.onemodel", "onemodel", 1, model=base_model()))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert app.result.equal
+        assert "equal" in str(app.query_one("#status").render())
+
+
+async def _unreadable_file_is_reported_not_raised(tmp_path):
+    missing = tmp_path / "nope.onemodel"
+    app = make_diff_app(str(missing), str(missing))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert app.error is not None and "nope.onemodel" in app.error
+        assert app.result is None
+
+
+def test_diff_viewer_snapshot(snap_compare):
+    a, b = _docs()
+
+    async def run_before(pilot):
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+
+    assert snap_compare(make_diff_app(a, b), terminal_size=(110, 34), run_before=run_before)
+
+
+def test_diff_viewer_shows_differences_and_jumps_hex():
+    asyncio.run(_diff_viewer_shows_differences_and_jumps_hex())
+
+
+def test_filter_shows_only_differences():
+    asyncio.run(_filter_shows_only_differences())
+
+
+def test_equal_models():
+    asyncio.run(_equal_models())
+
+
+def test_unreadable_file_is_reported_not_raised(tmp_path):
+    asyncio.run(_unreadable_file_is_reported_not_raised(tmp_path))
