@@ -1,0 +1,305 @@
+"""Who owns each byte of a OneModel file, and the findings that follow from it.
+
+:func:`layout` partitions the file into sorted, non-overlapping :class:`Extent`\\ s:
+
+=============  ================================================================================
+kind           bytes
+=============  ================================================================================
+``header``     the 64-byte header
+``manifest``   the manifest
+``padding``    after the manifest up to ``data_offset``; after a tensor up to the next multiple
+               of 64 (alignment padding, which should be zero)
+``tensor``     owned by exactly one tensor
+``overlap``    owned by two or more tensors (``names``/``wheres`` list them, ``owners`` counts)
+``gap``        inside the data region, owned by no tensor and not alignment padding
+``tail``       after the last tensor's last byte (the writer ends the region there)
+=============  ================================================================================
+
+Zero-length tensors own no bytes: they are listed in :attr:`Layout.empties` and returned by
+:meth:`Layout.owner_at` at their offset. ``owner_at`` is a bisect: O(log n) per call.
+
+Bytes are read only to set ``nonzero`` on padding (always: it is at most 63 bytes per tensor,
+plus the manifest padding, scanned in chunks) and on gaps/tails up to ``GAP_SCAN_LIMIT`` bytes
+each (``None`` beyond: unknown). No numpy.
+
+:func:`file_findings` derives the findings that need the layout or the writer:
+``nonzero-padding``, ``unowned-bytes``, ``shared-bytes``, ``noncanonical-manifest``.
+The reader itself reports the cheap ones at open time (``duplicate-key``,
+``missing-graph-array``, ``out-of-order``, ``wide-data-offset``); :func:`all_findings` returns both.
+"""
+
+from __future__ import annotations
+
+import bisect
+import threading
+from dataclasses import dataclass, field
+
+from ..format.document import HEADER_SIZE, Document
+from ..format.errors import Finding, FormatError
+from ..format.schema import all_tensors
+
+ALIGN = 64
+MAX_NAMES = 64
+"""Owners listed per extent (``owners`` keeps the real count)."""
+GAP_SCAN_LIMIT = 16 << 20
+CHUNK = 1 << 20
+MAX_FINDINGS_PER_CODE = 100
+
+
+@dataclass(frozen=True, slots=True)
+class Extent:
+    """A byte range ``[start, end)`` of the file and what owns it."""
+
+    start: int
+    end: int
+    kind: str
+    """``header``, ``manifest``, ``padding``, ``tensor``, ``overlap``, ``gap`` or ``tail``."""
+    names: tuple[str, ...] = ()
+    """Tensor names (tensor, overlap; the tensor before a padding extent)."""
+    wheres: tuple[str, ...] = ()
+    """Manifest paths of those tensors."""
+    nonzero: bool | None = None
+    """Padding/gap/tail: some byte is not zero (None: not scanned)."""
+    owners: int = 0
+    """How many tensors own these bytes (``names`` is capped at MAX_NAMES)."""
+
+    @property
+    def length(self) -> int:
+        return self.end - self.start
+
+
+@dataclass(frozen=True, slots=True)
+class Layout:
+    extents: tuple[Extent, ...]
+    """Non-empty extents, sorted, covering ``[0, size)`` without overlap."""
+    size: int
+    empties: tuple[Extent, ...] = ()
+    """Zero-length tensors (start == end), sorted by offset."""
+    _starts: tuple[int, ...] = field(default=(), repr=False)
+    _empty_starts: tuple[int, ...] = field(default=(), repr=False)
+
+    def owner_at(self, offset: int) -> list[Extent]:
+        """Extents at ``offset``: the one containing it, plus zero-length tensors there. O(log n)."""
+        out: list[Extent] = []
+        i = bisect.bisect_right(self._starts, offset) - 1
+        if 0 <= i < len(self.extents) and self.extents[i].start <= offset < self.extents[i].end:
+            out.append(self.extents[i])
+        j = bisect.bisect_left(self._empty_starts, offset)
+        while j < len(self.empties) and self.empties[j].start == offset:
+            out.append(self.empties[j])
+            j += 1
+        return out
+
+    def of_kind(self, *kinds: str) -> list[Extent]:
+        return [e for e in self.extents if e.kind in kinds]
+
+
+def _nonzero(doc: Document, start: int, end: int, limit: int | None, cancel: threading.Event | None) -> bool | None:
+    """Whether any byte in [start, end) is non-zero; None when longer than ``limit`` or unreadable."""
+    if end <= start:
+        return False
+    if limit is not None and end - start > limit:
+        return None
+    storage = doc.storage
+    if storage is None:
+        return None
+    pos = start
+    zeros = bytes(min(CHUNK, end - start))
+    try:
+        while pos < end:
+            if cancel is not None and cancel.is_set():
+                return None
+            n = min(CHUNK, end - pos)
+            chunk = storage.read(pos, n)
+            if chunk != zeros[:n]:
+                return True
+            pos += n
+    except FormatError:
+        return None
+    return False
+
+
+def layout(doc: Document, *, scan: bool = True, cancel: threading.Event | None = None) -> Layout:
+    """The byte map of a OneModel document (any state: missing parts become ``gap``)."""
+    size = doc.size
+    ext: list[Extent] = []
+    empties: list[Extent] = []
+    pos = 0
+    if size > 0:
+        ext.append(Extent(0, min(HEADER_SIZE, size), "header"))
+        pos = ext[-1].end
+    if doc.manifest_span is not None and pos < size:
+        mo, ml = doc.manifest_span
+        if mo == pos and ml > 0:
+            ext.append(Extent(mo, mo + ml, "manifest"))
+            pos = mo + ml
+    data = doc.data_span
+    if data is not None and pos <= data[0] <= size:
+        do, dl = data
+        if do > pos:
+            nz = _nonzero(doc, pos, do, None, cancel) if scan else None
+            ext.append(Extent(pos, do, "padding", nonzero=nz))
+        _data_extents(doc, do, do + dl, ext, empties, scan, cancel)
+        pos = do + dl
+    if pos < size:
+        nz = _nonzero(doc, pos, size, GAP_SCAN_LIMIT, cancel) if scan else None
+        ext.append(Extent(pos, size, "gap", nonzero=nz))
+    empties.sort(key=lambda e: e.start)
+    return Layout(
+        tuple(ext), size, tuple(empties),
+        tuple(e.start for e in ext), tuple(e.start for e in empties),
+    )
+
+
+def _data_extents(doc, do: int, de: int, ext: list, empties: list, scan: bool, cancel) -> None:
+    spans = []
+    if doc.model is not None:
+        seen: set[int] = set()
+        for t in all_tensors(doc.model):
+            if t.file_offset is None or t.storage is None or t.storage is not doc.storage or t.is_string:
+                continue
+            if id(t) in seen:
+                continue
+            seen.add(id(t))
+            s, e = t.file_offset, t.file_offset + t.length
+            if s < do or e > de:  # the reader refuses these; stay safe anyway
+                continue
+            if s == e:
+                empties.append(Extent(s, s, "tensor", (t.name,), (t.where,), owners=1))
+            else:
+                spans.append((s, e, t.name, t.where))
+    if not spans:
+        if de > do:
+            nz = _nonzero(doc, do, de, GAP_SCAN_LIMIT, cancel) if scan else None
+            ext.append(Extent(do, de, "tail", nonzero=nz))
+        return
+    # sweep: boundaries at every start and end; owners of each elementary interval
+    events = []
+    for k, (s, e, _n, _w) in enumerate(spans):
+        events.append((s, 1, k))
+        events.append((e, 0, k))
+    events.sort()
+    active: dict[int, None] = {}
+    segs: list[tuple[int, int, tuple[int, ...], int]] = []  # (start, end, first owners, count)
+    cur = do
+    i = 0
+    nev = len(events)
+    while i < nev:
+        x = events[i][0]
+        if x > cur:
+            if active:
+                keys = tuple(list(active)[:MAX_NAMES]) if len(active) > MAX_NAMES else tuple(active)
+                segs.append((cur, x, keys, len(active)))
+            else:
+                segs.append((cur, x, (), 0))
+            cur = x
+        while i < nev and events[i][0] == x:
+            _x, kind, k = events[i]
+            if kind == 0:
+                active.pop(k, None)
+            else:
+                active[k] = None
+            i += 1
+    last_end = cur
+    # merge adjacent segments with the same owners, classify unowned ones
+    merged: list[list] = []
+    for s, e, keys, cnt in segs:
+        if merged and merged[-1][2] == keys and merged[-1][3] == cnt and merged[-1][1] == s:
+            merged[-1][1] = e
+        else:
+            merged.append([s, e, keys, cnt])
+    prev_owner: tuple | None = None
+    for s, e, keys, cnt in merged:
+        if cnt:
+            names = tuple(spans[k][2] for k in keys)
+            wheres = tuple(spans[k][3] for k in keys)
+            ext.append(Extent(s, e, "tensor" if cnt == 1 else "overlap", names, wheres, owners=cnt))
+            prev_owner = (names[-1:], wheres[-1:])
+            continue
+        pad_end = min(e, -(-s // ALIGN) * ALIGN) if prev_owner is not None else s
+        if pad_end > s:
+            nz = _nonzero(doc, s, pad_end, None, cancel) if scan else None
+            ext.append(Extent(s, pad_end, "padding", prev_owner[0], prev_owner[1], nonzero=nz))
+        if e > pad_end:
+            nz = _nonzero(doc, pad_end, e, GAP_SCAN_LIMIT, cancel) if scan else None
+            ext.append(Extent(pad_end, e, "gap", nonzero=nz))
+    if de > last_end:
+        nz = _nonzero(doc, last_end, de, GAP_SCAN_LIMIT, cancel) if scan else None
+        ext.append(Extent(last_end, de, "tail", nonzero=nz))
+
+
+# ---------------------------------------------------------------------------------------------
+# findings
+
+
+def file_findings(doc: Document, lay: Layout | None = None, *, cancel: threading.Event | None = None) -> list[Finding]:
+    """Findings that need the byte layout or the writer (see the module docstring)."""
+    if doc.source != "onemodel" or doc.header is None:
+        return []
+    if lay is None:
+        lay = layout(doc, cancel=cancel)
+    out: list[Finding] = []
+    counts: dict[str, int] = {}
+
+    def add(code: str, where: str, offset: int | None, message: str) -> None:
+        n = counts.get(code, 0)
+        counts[code] = n + 1
+        if n < MAX_FINDINGS_PER_CODE:
+            out.append(Finding(code, where, offset, message))
+
+    for e in lay.extents:
+        if e.kind == "padding" and e.nonzero:
+            where = e.wheres[0] if e.wheres else "padding"
+            what = f"after tensor {e.names[0]!r}" if e.names else "between the manifest and the data region"
+            add("nonzero-padding", where, e.start, f"{e.length} padding bytes {what} are not all zero")
+        elif e.kind in ("gap", "tail") and doc.data_span is not None:
+            what = "after the last tensor" if e.kind == "tail" else "that no tensor owns (beyond alignment padding)"
+            nz = {True: ", some non-zero", False: ", all zero", None: ""}[e.nonzero]
+            add("unowned-bytes", "data", e.start, f"{e.length} bytes {what}{nz}")
+        elif e.kind == "overlap":
+            names = ", ".join(repr(n) for n in e.names[:4]) + (" ..." if e.owners > 4 else "")
+            add("shared-bytes", e.wheres[-1], e.start, f"{e.length} bytes are shared by {e.owners} tensors: {names}")
+    if doc.data_span is not None:
+        do = doc.data_span[0]
+        for z in lay.empties:
+            if z.start == do:  # the writer's canonical place for an empty tensor (offset 0)
+                continue
+            for o in lay.owner_at(z.start):
+                if o.kind in ("tensor", "overlap") and o.start <= z.start < o.end:
+                    add("shared-bytes", z.wheres[0], z.start, f"empty tensor {z.names[0]!r} sits inside tensor {o.names[0]!r}")
+                    break
+    for code, n in counts.items():
+        if n > MAX_FINDINGS_PER_CODE:
+            out.append(Finding(code, "data", None, f"... and {n - MAX_FINDINGS_PER_CODE} more {code} findings"))
+    nc = noncanonical(doc)
+    if nc is not None:
+        out.append(nc)
+    return out
+
+
+def noncanonical(doc: Document) -> Finding | None:
+    """``noncanonical-manifest`` when the section 4 writer would emit other manifest bytes."""
+    if doc.model is None or doc.problems or doc.manifest_span is None or doc.storage is None:
+        return None
+    try:
+        from ..format.writer import encode_manifest
+    except ImportError:  # pragma: no cover - the writer is another helper's module
+        return None
+    try:
+        want = encode_manifest(doc.model)
+        mo, ml = doc.manifest_span
+        have = doc.storage.read(mo, ml)
+    except (FormatError, RecursionError, ValueError, TypeError):
+        return None
+    if want == have:
+        return None
+    i = next((k for k in range(min(len(want), len(have))) if want[k] != have[k]), min(len(want), len(have)))
+    return Finding(
+        "noncanonical-manifest", "manifest", doc.manifest_span[0] + i,
+        f"the manifest ({len(have)} bytes) differs from what the writer emits ({len(want)} bytes) from byte {i}",
+    )
+
+
+def all_findings(doc: Document, lay: Layout | None = None, *, cancel: threading.Event | None = None) -> list[Finding]:
+    """The reader's findings plus :func:`file_findings`."""
+    return list(doc.findings) + file_findings(doc, lay, cancel=cancel)
