@@ -1,0 +1,207 @@
+"""``onemodel-view --check [--json] [--strict] FILE...``: validate files, report every problem.
+
+Exit status: 0 when every file is valid, 1 when any file has a problem (or, with ``--strict``,
+any finding); usage errors (2) are argparse's.
+
+``--json`` prints one JSON object per file and line::
+
+    {"file": str, "valid": bool, "problems": [{"kind", "where", "offset", "message"}],
+     "findings": [{"code", "where", "offset", "message"}]}
+
+``problems[0]`` is the error strict reading raises. Output is ASCII JSON (``ensure_ascii``), so
+control characters and lone surrogates from the file stay escaped. The JSON path imports
+neither rich, textual, numpy nor onnx (unless the file is ONNX).
+
+Without ``--json``: a readable report per file; every file-derived string goes through
+:func:`onemodel_viewer.textsafe.visible` into a ``rich.text.Text``.
+
+ONNX files are imported (diagnose mode) and checked with ``onnx.checker.check_model(path,
+full_check=True)``; a checker failure is ``InvalidModel`` at ``onnx.checker``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from dataclasses import dataclass, field
+
+from ..format.errors import Finding, FormatError, Kind, Problem
+
+EXCERPT = 64
+"""Bytes of hex excerpt shown around a problem's offset."""
+
+
+@dataclass
+class CheckResult:
+    file: str
+    problems: list[Problem] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    source: str = "onemodel"
+
+    @property
+    def valid(self) -> bool:
+        return not self.problems
+
+    def as_json(self) -> dict:
+        return {
+            "file": self.file,
+            "valid": self.valid,
+            "problems": [p.as_json() for p in self.problems],
+            "findings": [f.as_json() for f in self.findings],
+        }
+
+
+def check_file(path: str) -> CheckResult:
+    """Every problem and finding of one file (never raises for file contents)."""
+    from ..format.reader import open_path
+
+    result = CheckResult(path)
+    try:
+        doc = open_path(path, mode="diagnose")
+    except FormatError as e:  # the ONNX importer may raise even in diagnose mode
+        result.problems.append(e.problem)
+        result.source = "onnx"
+        return result
+    except (OSError, MemoryError) as e:  # pragma: no cover - defensive
+        result.problems.append(Problem(Kind.IO, "file", None, f"cannot read: {e}"))
+        return result
+    try:
+        result.source = doc.source
+        result.problems.extend(doc.problems)
+        if doc.source == "onnx":
+            result.findings.extend(doc.findings)
+            if not any(p.kind == Kind.MALFORMED and p.where == "onnx" for p in doc.problems):
+                result.problems.extend(_onnx_checker(path))
+        else:
+            from ..analysis.layout import all_findings
+
+            try:
+                result.findings.extend(all_findings(doc))
+            except FormatError as e:  # the file changed under us while scanning
+                result.findings.extend(doc.findings)
+                result.problems.append(e.problem)
+    finally:
+        doc.close()
+    return result
+
+
+def _onnx_checker(path: str) -> list[Problem]:
+    try:
+        import onnx
+        import onnx.checker
+    except ImportError as e:  # pragma: no cover - onnx is a dependency
+        return [Problem(Kind.UNSUPPORTED, "onnx", None, f"the onnx package is not available: {e}")]
+    try:
+        onnx.checker.check_model(path, full_check=True)
+    except Exception as e:  # noqa: BLE001 - ValidationError, InferenceError, DecodeError, ...
+        msg = str(e).strip() or type(e).__name__
+        return [Problem(Kind.INVALID_MODEL, "onnx.checker", None, f"{type(e).__name__}: {msg}")]
+    return []
+
+
+def run_check(files: list[str], as_json: bool = False, strict: bool = False) -> int:
+    rc = 0
+    console = None
+    for path in files:
+        result = check_file(path)
+        if result.problems or (strict and result.findings):
+            rc = 1
+        if as_json:
+            sys.stdout.write(json.dumps(result.as_json(), ensure_ascii=True) + "\n")
+            sys.stdout.flush()
+        else:
+            if console is None:
+                from rich.console import Console
+
+                console = Console(highlight=False)
+            console.print(render(result, strict))
+    return rc
+
+
+# ---------------------------------------------------------------------------------------------
+# the readable report
+
+
+def _excerpt(path: str, offset: int) -> tuple[int, bytes] | None:
+    """(start, bytes) of about EXCERPT bytes around ``offset``, 16-byte aligned."""
+    start = max(0, (offset // 16) * 16 - 16)
+    try:
+        with open(path, "rb") as f:
+            f.seek(start)
+            data = f.read(EXCERPT)
+    except OSError:
+        return None
+    return (start, data) if data else None
+
+
+def render(result: CheckResult, strict: bool = False):
+    """A ``rich`` renderable for one file's result."""
+    from rich.console import Group
+    from rich.text import Text
+
+    from ..textsafe import visible
+
+    parts = []
+    title = Text()
+    title.append(visible(result.file, 400), style="bold")
+    if result.valid and not (strict and result.findings):
+        title.append("  valid", style="bold green")
+    else:
+        title.append("  INVALID" if not result.valid else "  findings", style="bold red" if not result.valid else "bold yellow")
+    title.append(f"  ({len(result.problems)} problem{'s' * (len(result.problems) != 1)}, "
+                 f"{len(result.findings)} finding{'s' * (len(result.findings) != 1)})", style="dim")
+    parts.append(title)
+    for i, p in enumerate(result.problems):
+        parts.append(_item(result, f"{p.kind.value}", p.where, p.offset, p.message, "red", first=i == 0))
+    for f in result.findings:
+        parts.append(_item(result, f"finding {f.code}", f.where, f.offset, f.message, "yellow", first=False))
+    return Group(*parts)
+
+
+def _item(result: CheckResult, label: str, where: str, offset: int | None, message: str, color: str, first: bool):
+    from rich.console import Group
+    from rich.text import Text
+
+    from ..textsafe import visible
+
+    line = Text("  ")
+    line.append(label, style=f"bold {color}")
+    line.append(" at ")
+    line.append(visible(where, 300), style="cyan")
+    if offset is not None:
+        line.append(f"  offset {offset:#x} ({offset})", style="magenta")
+    if first and label[0].isupper():
+        line.append("  [strict error]", style="dim")
+    msg = Text("    ")
+    msg.append(visible(message, 500))
+    rows = [line, msg]
+    if offset is not None and os.path.isfile(result.file):
+        ex = _excerpt(result.file, offset)
+        if ex is not None:
+            rows.append(_hex(ex[0], ex[1], offset))
+    return Group(*rows)
+
+
+def _hex(start: int, data: bytes, mark: int):
+    from rich.text import Text
+
+    out = Text()
+    for row in range(0, len(data), 16):
+        chunk = data[row : row + 16]
+        addr = start + row
+        out.append(f"    {addr:08x}  ", style="dim")
+        for k in range(16):
+            if k < len(chunk):
+                style = "reverse bold" if addr + k == mark else ""
+                out.append(f"{chunk[k]:02x}", style=style)
+            else:
+                out.append("  ")
+            out.append(" " if k != 7 else "  ")
+        out.append(" ")
+        for k, b in enumerate(chunk):
+            ch = chr(b) if 0x20 <= b < 0x7F else "."
+            out.append(ch, style="reverse bold" if addr + k == mark else "")
+        if row + 16 < len(data):
+            out.append("\n")
+    return out
