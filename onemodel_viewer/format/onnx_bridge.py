@@ -461,9 +461,22 @@ def import_proto(mp: "onnx.ModelProto", path: str = "model.onnx", mode: str = "s
     imp = _Importer(os.fspath(path), mode)
     try:
         model = imp.model(mp)
+        _resolve(model, imp)
     except RecursionError as e:
         raise FormatError(Kind.UNSUPPORTED, "onnx", None, "the model is nested too deeply") from e
     return model, imp.problems, imp.findings, tuple(imp.storages)
+
+
+def _resolve(model: Model, imp: _Importer) -> None:
+    """Section 3's reading rules, as for a OneModel file: names, opsets, dependency order (``Graph.order``)."""
+    try:
+        from .reader import Reporter, _Resolver
+    except ImportError:  # pragma: no cover - the reader is part of the package
+        return
+    report = Reporter(imp.strict)
+    _Resolver(report, model).run()
+    imp.problems.extend(report.problems)
+    imp.findings.extend(report.findings)
 
 
 def import_onnx(path: str | os.PathLike, mode: str = "strict") -> Document:
