@@ -100,16 +100,16 @@ def _cell(value: Any) -> str:
 def _detail_text(d) -> str:
     det = d.detail or {}
     if "differing" in det:
-        parts = [f"{det['differing']:,}" + (f" of {det['count']:,}" if "count" in det else "") + " elements differ"]
+        text = f"{det['differing']:,}" + (f"/{det['count']:,}" if "count" in det else "") + " differ"
         if "first_index" in det:
-            parts.append("first at [" + ",".join(map(str, det["first_index"])) + "]")
-        if "max_abs" in det:
-            parts.append(f"max abs {det['max_abs']:.6g}" if isinstance(det["max_abs"], float) else f"max abs {det['max_abs']}")
-        if "max_rel" in det:
-            parts.append(f"max rel {det['max_rel']:.6g}" if isinstance(det["max_rel"], float) else f"max rel {det['max_rel']}")
+            text += " from [" + ",".join(map(str, det["first_index"])) + "]"
+        for key, label in (("max_abs", "max abs"), ("max_rel", "rel")):
+            if key in det:
+                v = det[key]
+                text += f", {label} " + (f"{v:.3g}" if isinstance(v, float) else str(v))
         if det.get("nonfinite"):
-            parts.append(f"{det['nonfinite']} non-finite")
-        return ", ".join(parts)
+            text += f", {det['nonfinite']} non-finite"
+        return text
     if det.get("order"):
         return "same entries, different order"
     if "a_value" in det:
@@ -124,7 +124,8 @@ def _summary(a: str, b: str, docs, result, out: TextIO) -> None:
 
     console = Console(file=out, highlight=False, soft_wrap=False)
     for label, path, doc in (("A", a, docs[0]), ("B", b, docs[1])):
-        console.print(Text.assemble((f"{label} ", "bold"), visible(str(path)), f"  ({doc.source}, {doc.size:,} bytes)"))
+        console.print(Text.assemble((f"{label} ", "bold"), visible(str(path)), f"  ({doc.source}, {doc.size:,} bytes)"),
+                      soft_wrap=True)
     counts = {"added": 0, "removed": 0, "changed": 0}
     for d in result.differences:
         counts[d.change] = counts.get(d.change, 0) + 1
@@ -132,16 +133,16 @@ def _summary(a: str, b: str, docs, result, out: TextIO) -> None:
         console.print(Text("equal: the two files hold the same model", style="bold green"))
     else:
         console.print(Text(
-            f"{len(result.differences):,} differences: {counts['added']:,} added, {counts['removed']:,} removed, "
+            f"{len(result.differences):,} difference{'' if len(result.differences) == 1 else 's'}: {counts['added']:,} added, {counts['removed']:,} removed, "
             f"{counts['changed']:,} changed",
             style="bold red",
         ))
-        table = Table(show_lines=False, expand=False)
+        table = Table(show_lines=False, expand=True, box=None, padding=(0, 1), header_style="bold")
         table.add_column("change", no_wrap=True)
-        table.add_column("where", overflow="fold")
-        table.add_column("A", overflow="fold")
-        table.add_column("B", overflow="fold")
-        table.add_column("detail", overflow="fold")
+        table.add_column("where", overflow="fold", ratio=5)
+        table.add_column("A", overflow="fold", ratio=2)
+        table.add_column("B", overflow="fold", ratio=2)
+        table.add_column("detail", overflow="fold", ratio=3)
         style = {"added": "green", "removed": "red", "changed": "yellow"}
         for d in result.differences[:MAX_ROWS]:
             table.add_row(

@@ -1,0 +1,39 @@
+"""Every model of the installed onnx backend test data, converted to OneModel, diffs EQUAL to its source."""
+
+from __future__ import annotations
+
+import glob
+import os
+
+import onnx
+import pytest
+
+from onemodel_viewer import format as omf
+from onemodel_viewer.analysis.diff import diff
+from onemodel_viewer.commands.convert import run_convert
+
+DATA = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data")
+MODELS = sorted(glob.glob(os.path.join(DATA, "*", "*", "model.onnx")))
+
+
+def test_backend_data_is_there():
+    assert len(MODELS) >= 100
+
+
+def _id(path: str) -> str:
+    return os.path.relpath(os.path.dirname(path), DATA)
+
+
+@pytest.mark.parametrize("src", MODELS, ids=[_id(p) for p in MODELS])
+def test_converted_model_diffs_equal(src, tmp_path):
+    dst = str(tmp_path / "m.onemodel")
+    assert run_convert(src, dst) == 0
+    a, b = omf.open(src), omf.open(dst)
+    try:
+        r = diff(a, b)
+        assert r.equal, [d.as_json() for d in r.differences]
+        r = diff(b, a)
+        assert r.equal, [d.as_json() for d in r.differences]
+    finally:
+        a.close()
+        b.close()

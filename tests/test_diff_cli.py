@@ -1,0 +1,257 @@
+"""``onemodel-view --diff A B --json/--summary`` on real files: single mutations, JSON shape, exit codes.
+
+A is an ONNX model built with onnx.helper and converted to OneModel; B is the same
+ONNX model with one mutation, saved as ONNX. So every case also diffs across formats.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from onemodel_viewer.cli import main
+from onemodel_viewer.commands.convert import run_convert
+
+
+def base_proto() -> onnx.ModelProto:
+    w = numpy_helper.from_array(np.arange(16, dtype=np.float32).reshape(4, 4), "w")  # raw_data
+    h = helper.make_tensor("h", TensorProto.FLOAT16, [3], np.array([0.5, 1.5, -2.0], dtype=np.float16))  # int32_data
+    q = helper.make_tensor("q", TensorProto.INT4, [5], [-8, -1, 0, 3, 7])
+    body = helper.make_graph(
+        [
+            helper.make_node("Identity", ["cond_in"], ["cond_out"], name="id"),
+            helper.make_node("Add", ["c_in", "w"], ["c_out"], name="badd"),
+        ],
+        "body",
+        [
+            helper.make_tensor_value_info("i", TensorProto.INT64, []),
+            helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
+            helper.make_tensor_value_info("c_in", TensorProto.FLOAT, [4, 4]),
+        ],
+        [
+            helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+            helper.make_tensor_value_info("c_out", TensorProto.FLOAT, [4, 4]),
+        ],
+    )
+    nodes = [
+        helper.make_node("Add", ["x", "w"], ["y"], name="add1"),
+        helper.make_node("LeakyRelu", ["y"], ["z"], name="act", alpha=0.0),
+        helper.make_node("Loop", ["", "", "z"], ["l"], name="loop", body=body),
+        helper.make_node("Identity", ["h"], ["hh"]),
+        helper.make_node("Identity", ["q"], ["qq"]),
+    ]
+    g = helper.make_graph(
+        nodes,
+        "main",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 4])],
+        [
+            helper.make_tensor_value_info("l", TensorProto.FLOAT, [4, 4]),
+            helper.make_tensor_value_info("hh", TensorProto.FLOAT16, [3]),
+            helper.make_tensor_value_info("qq", TensorProto.INT4, [5]),
+        ],
+        [w, h, q],
+    )
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], producer_name="diff-test")
+    helper.set_model_props(m, {"author": "me"})
+    return m
+
+
+def _init(m: onnx.ModelProto, name: str) -> onnx.TensorProto:
+    return next(t for t in m.graph.initializer if t.name == name)
+
+
+def _node(m: onnx.ModelProto, name: str) -> onnx.NodeProto:
+    return next(n for n in m.graph.node if n.name == name)
+
+
+def flip_weight_byte(m):
+    t = _init(m, "w")
+    raw = bytearray(t.raw_data)
+    raw[4 * 6] ^= 0x01
+    t.raw_data = bytes(raw)
+
+
+def float16_element(m):
+    t = _init(m, "h")
+    t.CopyFrom(helper.make_tensor("h", TensorProto.FLOAT16, [3], np.array([0.5, 1.25, -2.0], dtype=np.float16)))
+
+
+def int4_element(m):
+    t = _init(m, "q")
+    t.CopyFrom(helper.make_tensor("q", TensorProto.INT4, [5], [-8, -1, 0, 3, -7]))
+
+
+def alpha_sign_of_zero(m):
+    a = _node(m, "act").attribute[0]
+    a.f = -0.0
+
+
+def rename_node(m):
+    _node(m, "add1").name = "add_renamed"
+
+
+def change_op(m):
+    _node(m, "act").op_type = "Elu"
+
+
+def add_initializer(m):
+    m.graph.initializer.append(numpy_helper.from_array(np.zeros(2, dtype=np.float32), "extra"))
+
+
+def dtype_change(m):
+    _init(m, "w").CopyFrom(numpy_helper.from_array(np.arange(16, dtype=np.float64).reshape(4, 4), "w"))
+
+
+def opset_change(m):
+    m.opset_import[0].version = 18
+
+
+def metadata_change(m):
+    m.metadata_props[0].value = "you"
+
+
+def loop_body_change(m):
+    body = _node(m, "loop").attribute[0].g
+    next(n for n in body.node if n.name == "badd").op_type = "Sub"
+
+
+MUTATIONS = [
+    (flip_weight_byte, 'graph.initializers["w"].data', "changed", "6.0", "6.0000005"),
+    (float16_element, 'graph.initializers["h"].data', "changed", "1.5", "1.25"),
+    (int4_element, 'graph.initializers["q"].data', "changed", "7", "-7"),
+    (alpha_sign_of_zero, 'graph.nodes["act"].attributes["alpha"]', "changed", "0.0", "-0.0"),
+    (rename_node, 'graph.nodes["add1"].name', "changed", "add1", "add_renamed"),
+    (change_op, 'graph.nodes["act"].op', "changed", "LeakyRelu", "Elu"),
+    (add_initializer, 'graph.initializers["extra"]', "added", None, "float[2]"),
+    (dtype_change, 'graph.initializers["w"].dtype', "changed", "float", "double"),
+    (opset_change, 'model.opsets[""]', "changed", 17, 18),
+    (metadata_change, 'model.metadata["author"]', "changed", "me", "you"),
+    (loop_body_change, 'graph.nodes["loop"].attributes["body"].nodes["badd"].op', "changed", "Add", "Sub"),
+]
+
+
+@pytest.fixture(scope="module")
+def base(tmp_path_factory):
+    d = tmp_path_factory.mktemp("diffcli")
+    src = str(d / "a.onnx")
+    onnx.save(base_proto(), src)
+    dst = str(d / "a.onemodel")
+    assert run_convert(src, dst) == 0
+    return d, src, dst
+
+
+def _json(capsys, *args) -> tuple[int, dict]:
+    rc = main(["--diff", *args, "--json"])
+    out = capsys.readouterr().out
+    return rc, json.loads(out)
+
+
+def test_converted_base_is_equal(base, capsys):
+    _, src, dst = base
+    rc, out = _json(capsys, dst, src)
+    assert rc == 0
+    assert out == {"a": dst, "b": src, "equal": True, "differences": [], "equivalences": out["equivalences"]}
+    assert any("raw_data" in e for e in out["equivalences"])
+
+
+@pytest.mark.parametrize("mutate,where,change,a,b", MUTATIONS, ids=[m[0].__name__ for m in MUTATIONS])
+def test_single_mutation(base, capsys, mutate, where, change, a, b):
+    d, _, dst = base
+    m = base_proto()
+    mutate(m)
+    path = str(d / f"{mutate.__name__}.onnx")
+    onnx.save(m, path)
+    rc, out = _json(capsys, dst, path)
+    assert rc == 1
+    assert out["equal"] is False
+    assert len(out["differences"]) == 1, out["differences"]
+    diff = out["differences"][0]
+    assert (diff["where"], diff["change"], diff["a"], diff["b"]) == (where, change, a, b)
+    # and the other way round
+    rc, out = _json(capsys, path, dst)
+    assert rc == 1 and len(out["differences"]) == 1
+    rev = out["differences"][0]
+    # a renamed node is named by A's name, so by the new name when swapped
+    assert rev["where"] == (where.replace(a, b) if mutate is rename_node else where)
+    assert rev["change"] == {"added": "removed", "removed": "added"}.get(change, change)
+    assert (rev["a"], rev["b"]) == (b, a)
+
+
+def test_data_detail(base, capsys):
+    d, _, dst = base
+    m = base_proto()
+    flip_weight_byte(m)
+    path = str(d / "detail.onnx")
+    onnx.save(m, path)
+    _, out = _json(capsys, dst, path)
+    det = out["differences"][0]["detail"]
+    assert det["differing"] == 1 and det["count"] == 16
+    assert det["first_index"] == [1, 2]
+    assert det["first_byte"] == 24
+    assert det["max_abs"] > 0 and det["max_rel"] > 0
+
+
+def test_summary_output(base, capsys):
+    d, _, dst = base
+    m = base_proto()
+    rename_node(m)
+    path = str(d / "summary.onnx")
+    onnx.save(m, path)
+    rc = main(["--diff", dst, path, "--summary"])
+    out = capsys.readouterr().out
+    assert rc == 1
+    assert "1 differences" in out and "add_renamed" in out and "changed" in out
+
+
+def test_missing_file_exit_2(base, capsys, tmp_path):
+    _, src, _ = base
+    rc = main(["--diff", src, str(tmp_path / "missing.onemodel"), "--json"])
+    cap = capsys.readouterr()
+    assert rc == 2
+    assert cap.out == ""
+    assert "missing.onemodel" in cap.err and "Io" in cap.err
+    assert len(cap.err.strip().splitlines()) == 1
+
+
+def test_malformed_file_exit_2(base, capsys, tmp_path):
+    _, _, dst = base
+    bad = tmp_path / "bad.onemodel"
+    data = bytearray(open(dst, "rb").read())
+    data[12] = 1  # header.flags
+    bad.write_bytes(bytes(data))
+    rc = main(["--diff", dst, str(bad), "--summary"])
+    cap = capsys.readouterr()
+    assert rc == 2
+    assert "bad.onemodel" in cap.err and "Unsupported" in cap.err and "header.flags" in cap.err
+    assert "Traceback" not in cap.err
+
+
+def test_subprocess_exit_codes(base):
+    """The installed entry point: exit status and JSON on stdout, nothing on stderr."""
+    d, src, dst = base
+    p = subprocess.run([sys.executable, "-m", "onemodel_viewer", "--diff", src, dst, "--json"],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["equal"] is True
+
+
+def test_hostile_names_are_escaped_in_summary(base, capsys):
+    d, _, dst = base
+    m = base_proto()
+    _node(m, "add1").name = "evil\x1b[31m\u202e"
+    path = str(d / "evil.onnx")
+    onnx.save(m, path)
+    rc = main(["--diff", dst, path, "--summary"])
+    out = capsys.readouterr().out
+    assert rc == 1
+    assert "\x1b[31m" not in out and "\u202e" not in out
+    rc, js = _json(capsys, dst, path)
+    assert js["differences"][0]["b"] == "evil\x1b[31m\u202e"  # JSON keeps the name as-is
+    assert os.path.exists(path)
