@@ -207,7 +207,7 @@ def test_summary_output(base, capsys):
     rc = main(["--diff", dst, path, "--summary"])
     out = capsys.readouterr().out
     assert rc == 1
-    assert "1 differences" in out and "add_renamed" in out and "changed" in out
+    assert "1 difference:" in out and "add_renamed" in out and "changed" in out
 
 
 def test_missing_file_exit_2(base, capsys, tmp_path):
