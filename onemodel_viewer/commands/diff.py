@@ -137,21 +137,20 @@ def _summary(a: str, b: str, docs, result, out: TextIO) -> None:
             f"{counts['changed']:,} changed",
             style="bold red",
         ))
-        table = Table(show_lines=False, expand=True, box=None, padding=(0, 1), header_style="bold")
+        table = Table(show_lines=False, expand=False, box=None, padding=(0, 1), header_style="bold")
         table.add_column("change", no_wrap=True)
-        table.add_column("where", overflow="fold", ratio=5)
-        table.add_column("A", overflow="fold", ratio=2)
-        table.add_column("B", overflow="fold", ratio=2)
-        table.add_column("detail", overflow="fold", ratio=3)
+        table.add_column("where / A -> B / detail", overflow="fold")
         style = {"added": "green", "removed": "red", "changed": "yellow"}
         for d in result.differences[:MAX_ROWS]:
-            table.add_row(
-                Text(d.change, style=style.get(d.change, "")),
-                Text(visible(d.where)),
-                Text(visible(_cell(d.a))),
-                Text(visible(_cell(d.b))),
-                Text(visible(_detail_text(d))),
-            )
+            cell = Text(visible(d.where), style="bold")
+            cell.append("\n  A ", style="dim")
+            cell.append(visible(_cell(d.a)) if d.a is not None else "-")
+            cell.append("\n  B ", style="dim")
+            cell.append(visible(_cell(d.b)) if d.b is not None else "-")
+            detail = _detail_text(d)
+            if detail:
+                cell.append("\n  " + visible(detail), style="dim")
+            table.add_row(Text(d.change, style=style.get(d.change, "")), cell)
         console.print(table)
         if len(result.differences) > MAX_ROWS:
             console.print(Text(f"... and {len(result.differences) - MAX_ROWS:,} more (use --json for all)"))
