@@ -21,6 +21,7 @@ copied through ``memoryview`` slices or ``os.copy_file_range``.
 from __future__ import annotations
 
 import base64
+import gc
 import json
 import os
 import struct
@@ -375,6 +376,8 @@ def encode_manifest(model: Model) -> bytes:
     a node always carries name, domain, overload, inputs, outputs, attributes and
     a graph always carries its six arrays. Floats are bit patterns, bytes base64.
     """
+    was_enabled = gc.isenabled()
+    gc.disable()  # building ~10^5 small dicts: the cyclic GC would triple the time
     try:
         text = json.dumps(manifest_dict(model), separators=(",", ":"), ensure_ascii=False, allow_nan=False)
         return text.encode("utf-8")
@@ -384,6 +387,9 @@ def encode_manifest(model: Model) -> bytes:
         raise FormatError(Kind.INVALID_MODEL, "manifest", None, f"cannot encode the manifest: {e}") from e
     except RecursionError as e:
         raise FormatError(Kind.UNSUPPORTED, "manifest", None, "the model is nested too deeply to encode") from e
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def header_bytes(manifest_length: int, data_length_: int) -> bytes:

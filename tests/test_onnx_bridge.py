@@ -1,0 +1,317 @@
+"""ONNX import (every construct, typed fields, external data and its containment) and export."""
+
+from __future__ import annotations
+
+import os
+import struct
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto as TP
+from onnx import helper, numpy_helper
+
+from onemodel_viewer import format as omf
+from onemodel_viewer.format import dtypes as omdt
+from onemodel_viewer.format import onnx_bridge, writer
+from onemodel_viewer.format.errors import FormatError, Kind
+from onemodel_viewer.format.schema import AttrType, all_tensors
+from onemodel_viewer.format.storage import BytesStorage, FileStorage
+
+NAN_BITS = [0x7FC00001, 0x7F800001, 0xFFC12345, 0x80000000, 0x7F800000, 0xFF800000, 0x00000001]
+
+
+def _model(nodes, inits=(), inputs=(), outputs=(), opsets=(("", 21),), **kw) -> onnx.ModelProto:
+    g = helper.make_graph(list(nodes), "g", list(inputs), list(outputs), initializer=list(inits), **kw)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid(d, v) for d, v in opsets])
+    m.ir_version = 10
+    return m
+
+
+def _save(tmp_path, m, name="m.onnx"):
+    p = tmp_path / name
+    p.write_bytes(m.SerializeToString())
+    return p
+
+
+def _float_attr(name, bits):
+    a = onnx.AttributeProto(name=name, type=onnx.AttributeProto.FLOAT)
+    a.MergeFromString(b"\x15" + struct.pack("<I", bits))
+    return a
+
+
+def test_float_attribute_bits_survive_import_and_export(tmp_path):
+    node = helper.make_node("Custom", ["x"], ["y"], domain="t")
+    for i, b in enumerate(NAN_BITS):
+        node.attribute.append(_float_attr(f"f{i}", b))
+    fl = onnx.AttributeProto(name="fl", type=onnx.AttributeProto.FLOATS)
+    payload = struct.pack(f"<{len(NAN_BITS)}I", *NAN_BITS)
+    fl.MergeFromString(b"\x3a" + bytes([len(payload)]) + payload)
+    node.attribute.append(fl)
+    m = _model([node], inputs=[helper.make_tensor_value_info("x", 1, [1])], outputs=[helper.make_tensor_value_info("y", 1, [1])],
+               opsets=(("", 21), ("t", 1)))
+    doc = onnx_bridge.import_onnx(_save(tmp_path, m))
+    attrs = doc.model.graph.nodes[0].attributes
+    assert [a.value for a in attrs[:-1]] == NAN_BITS
+    assert attrs[-1].value == tuple(NAN_BITS) and attrs[-1].type == AttrType.FLOATS
+    back = onnx_bridge.model_to_proto(doc.model)
+    assert back.graph.node[0].attribute[0].SerializeToString() == m.graph.node[0].attribute[0].SerializeToString()
+    again = onnx_bridge.import_proto(back)[0]
+    assert [a.value for a in again.graph.nodes[0].attributes] == [a.value for a in attrs]
+
+
+@pytest.mark.parametrize("code", sorted(c for c in omdt.DTYPES if c != 8))
+def test_typed_fields_become_the_raw_data_layout(code):
+    info = omdt.DTYPES[code]
+    n = 5 if info.bits < 8 else 4
+    if code == 9:
+        vals = [True, False, True, True][:n]
+    elif code in (14, 15):
+        vals = np.array([1 + 2j, -3.5j, 0, 7], dtype=info.numpy)
+    elif code in (21, 25):
+        vals = [1, 0, 1, 2, 3][:n]
+    elif code == 24:
+        vals = [1.0, 2.0, 0.5, 4.0]
+    else:
+        vals = [1, -1, 0, 2, -2][:n] if code not in (2, 4, 12, 13) else [1, 2, 0, 3]
+    typed = helper.make_tensor("t", code, [len(vals)], vals, raw=False)
+    assert not typed.HasField("raw_data")
+    model, problems, _f, _e = onnx_bridge.import_proto(_model([], [typed], outputs=[helper.make_tensor_value_info("t", code, [len(vals)])]))
+    assert problems == []
+    t = model.graph.initializers[0]
+    expected = omdt.encode(numpy_helper.to_array(typed).reshape(-1), info)
+    assert t.raw().tobytes() == expected and t.length == len(expected)
+
+
+def test_float_data_keeps_nan_payloads():
+    t = onnx.TensorProto(name="f", data_type=1, dims=[len(NAN_BITS)])
+    t.MergeFromString(b"\x22" + bytes([4 * len(NAN_BITS)]) + struct.pack(f"<{len(NAN_BITS)}I", *NAN_BITS))
+    model = onnx_bridge.import_proto(_model([], [t], outputs=[helper.make_tensor_value_info("f", 1, [7])]))[0]
+    assert model.graph.initializers[0].raw().view("<u4").tolist() == NAN_BITS
+
+
+def test_raw_data_is_kept_zero_copy():
+    arr = np.arange(12, dtype=np.float32)
+    model = onnx_bridge.import_proto(_model([], [numpy_helper.from_array(arr, "w")], outputs=[helper.make_tensor_value_info("w", 1, [12])]))[0]
+    t = model.graph.initializers[0]
+    assert isinstance(t.storage, BytesStorage)
+    v = t.raw()
+    assert not v.flags.writeable and not v.flags.owndata
+    np.testing.assert_array_equal(t.values(), arr)
+
+
+def test_every_type_kind_and_dims(tmp_path):
+    doc = omf.open(os.path.join(os.path.dirname(__file__), "..", "testdata", "valid", "types.onnx"))
+    ins = {v.name: v.type for v in doc.model.graph.inputs}
+    assert str(ins["seq"]) == "sequence<float[?,3]>"
+    assert ins["opt"].kind == "optional" and ins["opt"].inner.shape == (2,)
+    assert ins["map"].kind == "map" and ins["map"].key == 8
+    assert ins["sparse_in"].kind == "sparse_tensor"
+    assert (ins["opaque_in"].domain, ins["opaque_in"].name) == ("test.types", "Handle")
+    assert ins["nested"].inner.inner.inner.inner.shape == ("batch", 4)
+    assert ins["unknown_rank"].shape is None and ins["scalar"].shape == ()
+    assert ins["neg_dim"].shape == (2, None)
+    assert [(f.code, f.where) for f in doc.findings] == [
+        ("negative-dim", "onnx.graph.inputs[8].type.shape[1]"), ("negative-dim", "onnx.graph.outputs[8].type.shape[1]")]
+    assert doc.model.graph.value_info[0].type is None
+
+
+def test_every_attribute_type():
+    doc = omf.open(os.path.join(os.path.dirname(__file__), "..", "testdata", "valid", "attributes.onnx"))
+    types = {a.type for a in doc.model.graph.nodes[0].attributes}
+    assert types == set(range(1, 15))
+    a = {x.name: x for x in doc.model.graph.nodes[0].attributes}
+    assert a["s"].value == b"bytes \xff\x00" and a["i"].value == -(1 << 62)
+    assert a["tensors"].value[1].dtype == 22 and a["tensors"].value[1].values().tolist() == [-8, 0, 7]
+    assert a["sparse_tensor"].value.dims == (4,)
+    assert a["g"].value.nodes[0].where == "onnx.graph.nodes[0].attributes[0].value.nodes[0]"
+
+
+def test_functions_refs_and_defaults():
+    doc = omf.open(os.path.join(os.path.dirname(__file__), "..", "testdata", "valid", "functions.onnx"))
+    f = doc.model.functions[0]
+    assert f.name == "ScaledAdd" and f.domain == "local.fn" and f.attribute_names == ("unused",)
+    assert [(a.name, a.type) for a in f.attribute_defaults] == [("alpha", 1), ("bias", 4)]
+    ref = f.nodes[0].attributes[0]
+    assert ref.ref == "alpha" and ref.value is None and ref.type == AttrType.FLOAT
+    assert f.attribute_defaults[1].value.values().tolist() == [1.0, 2.0]
+
+
+def test_unparseable_protobuf_is_malformed(tmp_path):
+    p = tmp_path / "bad.onnx"
+    p.write_bytes(b"\x0a\xff\xff\xff\xff\x0f garbage")
+    with pytest.raises(FormatError) as e:
+        onnx_bridge.import_onnx(p)
+    assert (e.value.kind, e.value.where) == (Kind.MALFORMED, "onnx")
+
+
+def test_missing_file_is_io(tmp_path):
+    with pytest.raises(FormatError) as e:
+        onnx_bridge.import_onnx(tmp_path / "nope.onnx")
+    assert e.value.kind is Kind.IO
+
+
+def test_raw_data_length_mismatch_is_invalid_model(tmp_path):
+    t = onnx.TensorProto(name="w", data_type=1, dims=[3], raw_data=b"\x00" * 8)
+    m = _model([], [t], outputs=[helper.make_tensor_value_info("w", 1, [3])])
+    with pytest.raises(FormatError) as e:
+        onnx_bridge.import_onnx(_save(tmp_path, m))
+    assert (e.value.kind, e.value.where) == (Kind.INVALID_MODEL, "onnx.graph.initializers[0].raw_data")
+    doc = onnx_bridge.import_onnx(_save(tmp_path, m), mode="diagnose")
+    assert [(p.kind, p.where) for p in doc.problems] == [(Kind.INVALID_MODEL, "onnx.graph.initializers[0].raw_data")]
+    assert doc.model.graph.initializers[0].storage is None
+
+
+def test_unknown_dtype_is_unsupported(tmp_path):
+    t = onnx.TensorProto(name="w", data_type=77, dims=[1], raw_data=b"\x00")
+    with pytest.raises(FormatError) as e:
+        onnx_bridge.import_onnx(_save(tmp_path, _model([], [t])))
+    assert (e.value.kind, e.value.where) == (Kind.UNSUPPORTED, "onnx.graph.initializers[0].dtype")
+
+
+def test_undefined_name_follows_the_reading_rules(tmp_path):
+    m = _model([helper.make_node("Relu", ["nope"], ["y"], name="r")], outputs=[helper.make_tensor_value_info("y", 1, [1])])
+    with pytest.raises(FormatError) as e:
+        onnx_bridge.import_onnx(_save(tmp_path, m))
+    assert (e.value.kind, e.value.where) == (Kind.INVALID_MODEL, "onnx.graph.nodes[0].inputs[0]")
+
+
+# ---------------------------------------------------------------------------------------------
+# external data
+
+
+def _ext_model(location: str, offset=0, length=64, dims=(16,)):
+    t = onnx.TensorProto(name="w", data_type=1, dims=list(dims))
+    t.data_location = TP.EXTERNAL
+    for k, v in (("location", location), ("offset", str(offset)), ("length", str(length))):
+        e = t.external_data.add()
+        e.key, e.value = k, v
+    return _model([], [t], outputs=[helper.make_tensor_value_info("w", 1, list(dims))])
+
+
+def test_external_data_is_a_zero_copy_file_view(tmp_path):
+    arr = np.arange(16, dtype=np.float32)
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "w.bin").write_bytes(b"\x01" * 128 + arr.tobytes())
+    doc = onnx_bridge.import_onnx(_save(tmp_path, _ext_model("sub/w.bin", 128)))
+    t = doc.model.graph.initializers[0]
+    assert isinstance(t.storage, FileStorage) and t.file_offset == 128
+    np.testing.assert_array_equal(t.values(), arr)
+    assert doc.external_files == (os.path.realpath(tmp_path / "sub" / "w.bin"),)
+    # converting copies the external bytes into the data region
+    out = tmp_path / "m.onemodel"
+    writer.write(doc.model, out)
+    back = omf.open(out)
+    np.testing.assert_array_equal(back.model.graph.initializers[0].values(), arr)
+    back.close()
+
+
+@pytest.mark.parametrize("location", ["../outside.bin", "sub/../../outside.bin", "/etc/passwd", "..\\outside.bin", ""])
+def test_external_location_leaving_the_folder_is_refused(tmp_path, location):
+    d = tmp_path / "model"
+    d.mkdir()
+    (tmp_path / "outside.bin").write_bytes(bytes(64))
+    with pytest.raises(FormatError) as e:
+        onnx_bridge.import_onnx(_save(d, _ext_model(location)))
+    assert (e.value.kind, e.value.where) == (Kind.MALFORMED, "onnx.graph.initializers[0].external_data.location")
+
+
+def test_external_symlink_escaping_the_folder_is_refused(tmp_path):
+    d = tmp_path / "model"
+    d.mkdir()
+    (tmp_path / "secret.bin").write_bytes(bytes(64))
+    os.symlink(tmp_path / "secret.bin", d / "w.bin")
+    with pytest.raises(FormatError) as e:
+        onnx_bridge.import_onnx(_save(d, _ext_model("w.bin")))
+    assert (e.value.kind, e.value.where) == (Kind.MALFORMED, "onnx.graph.initializers[0].external_data.location")
+    # a symlink that stays inside the folder is fine
+    (d / "real.bin").write_bytes(bytes(64))
+    os.symlink(d / "real.bin", d / "inside.bin")
+    doc = onnx_bridge.import_onnx(_save(d, _ext_model("inside.bin")))
+    assert doc.model.graph.initializers[0].length == 64
+
+
+def test_external_missing_file_is_io(tmp_path):
+    with pytest.raises(FormatError) as e:
+        onnx_bridge.import_onnx(_save(tmp_path, _ext_model("missing.bin")))
+    assert (e.value.kind, e.value.where) == (Kind.IO, "onnx.graph.initializers[0].external_data.location")
+
+
+def test_external_not_a_regular_file_is_io(tmp_path):
+    (tmp_path / "dir.bin").mkdir()
+    with pytest.raises(FormatError) as e:
+        onnx_bridge.import_onnx(_save(tmp_path, _ext_model("dir.bin")))
+    assert e.value.kind is Kind.IO
+
+
+def test_external_range_past_the_end_is_malformed(tmp_path):
+    (tmp_path / "w.bin").write_bytes(bytes(100))
+    with pytest.raises(FormatError) as e:
+        onnx_bridge.import_onnx(_save(tmp_path, _ext_model("w.bin", offset=64)))
+    assert (e.value.kind, e.value.where) == (Kind.MALFORMED, "onnx.graph.initializers[0].external_data.offset")
+
+
+def test_external_length_not_matching_dims_is_invalid_model(tmp_path):
+    (tmp_path / "w.bin").write_bytes(bytes(100))
+    with pytest.raises(FormatError) as e:
+        onnx_bridge.import_onnx(_save(tmp_path, _ext_model("w.bin", length=60)))
+    assert (e.value.kind, e.value.where) == (Kind.INVALID_MODEL, "onnx.graph.initializers[0].external_data.length")
+
+
+def test_external_problems_collected_in_diagnose_mode(tmp_path):
+    doc = onnx_bridge.import_onnx(_save(tmp_path, _ext_model("../x.bin")), mode="diagnose")
+    assert [(p.kind, p.where) for p in doc.problems] == [(Kind.MALFORMED, "onnx.graph.initializers[0].external_data.location")]
+    assert doc.model.graph.initializers[0].storage is None
+
+
+# ---------------------------------------------------------------------------------------------
+# export
+
+
+def test_export_with_external_data_streams_weights(tmp_path):
+    src = os.path.join(os.path.dirname(__file__), "..", "testdata", "valid", "showcase.onemodel")
+    doc = omf.open(src)
+    dst = tmp_path / "out.onnx"
+    onnx_bridge.export_onnx(doc.model, dst, external=True)
+    assert (tmp_path / "out.onnx.data").exists()
+    back = onnx_bridge.import_onnx(dst)
+    assert back.external_files
+    a = {t.name: t for t in all_tensors(doc.model)}
+    b = {t.name: t for t in all_tensors(back.model)}
+    assert a.keys() == b.keys()
+    for name, t in a.items():
+        assert t.raw().tobytes() == b[name].raw().tobytes(), name
+        if t.length >= onnx_bridge.EXTERNAL_THRESHOLD:
+            assert isinstance(b[name].storage, FileStorage)
+    m = onnx.load(str(dst), load_external_data=True)  # onnx itself can read what we wrote
+    w = [t for t in m.graph.initializer if t.name == "lm_head.weight"][0]
+    assert numpy_helper.to_array(w).tobytes() == a["lm_head.weight"].raw().tobytes()
+    doc.close()
+
+
+def test_export_refuses_a_source_as_destination(tmp_path):
+    arr = np.arange(300, dtype=np.float32)
+    (tmp_path / "w.bin").write_bytes(arr.tobytes())
+    m = _ext_model("w.bin", length=1200, dims=(300,))
+    doc = onnx_bridge.import_onnx(_save(tmp_path, m))
+    with pytest.raises(FormatError) as e:
+        onnx_bridge.export_onnx(doc.model, tmp_path / "w.bin")
+    assert e.value.kind is Kind.IO
+    assert (tmp_path / "w.bin").read_bytes() == arr.tobytes()
+    # the .data file beside the destination must not be a source either
+    os.link(tmp_path / "w.bin", tmp_path / "x.onnx.data")
+    with pytest.raises(FormatError):
+        onnx_bridge.export_onnx(doc.model, tmp_path / "x.onnx", external=True)
+    assert (tmp_path / "w.bin").read_bytes() == arr.tobytes()
+    assert not (tmp_path / "x.onnx").exists()
+
+
+def test_dropped_fields_are_findings(tmp_path):
+    m = _model([helper.make_node("Relu", ["x"], ["y"], name="r")], inputs=[helper.make_tensor_value_info("x", 1, [1])],
+               outputs=[helper.make_tensor_value_info("y", 1, [1])])
+    p = m.graph.node[0].metadata_props.add()
+    p.key, p.value = "k", "v"
+    m.graph.input[0].type.denotation = "IMAGE"
+    doc = onnx_bridge.import_onnx(_save(tmp_path, m))
+    assert sorted((f.code, f.where) for f in doc.findings) == [
+        ("dropped-field", "onnx.graph.inputs[0].type.denotation"), ("dropped-field", "onnx.graph.nodes[0].metadata_props")]
