@@ -61,6 +61,8 @@ BINS = 32
 """Histogram bins."""
 FIRST = 16
 """How many leading values (or strings) are kept formatted."""
+BLOCK_BYTES = 1 << 20
+"""Work unit inside a chunk: several numpy passes over one block hit the cache, not RAM."""
 PREVIEW_BYTES = 256
 """A string preview keeps at most this many leading bytes of the element (then ``…``)."""
 
@@ -124,6 +126,8 @@ def _short_float(v: float, cast: Callable[[float], Any] | None) -> str:
         return "inf" if v > 0 else "-inf"
     if cast is None:
         return repr(v)
+    if v == int(v) and abs(v) < 2**53:
+        return repr(v)  # integral: all digits (float8 448 is "448.0", not the shorter "450.0")
     target = cast(v)
     for digits in range(1, 18):
         s = f"{v:.{digits}g}"
@@ -205,6 +209,13 @@ def _chunks(info: DType, count: int, length: int, chunk_bytes: int) -> list[_Chu
     return out
 
 
+def _blocks(info: DType, c: _Chunk) -> list[_Chunk]:
+    """``c`` cut into cache-sized blocks (numpy's passes over one block stay in L2/L3)."""
+    if c.b1 - c.b0 <= BLOCK_BYTES:
+        return [c]
+    return [_Chunk(c.b0 + b.b0, c.b0 + b.b1, b.n, c.index) for b in _chunks(info, c.n, c.b1 - c.b0, BLOCK_BYTES)]
+
+
 class _Driver:
     """Runs a function over chunks (maybe on a thread pool), in order, with cancel/progress/check."""
 
@@ -283,28 +294,34 @@ def _count_bytes(b: "np.ndarray") -> "np.ndarray":
     n2 = b.size // 2 * 2
     counts = np.zeros(256, dtype=np.int64)
     if n2:
-        pairs = np.bincount(b[:n2].view(np.uint16), minlength=65536).reshape(256, 256)
-        # index = first + 256 * second (little endian): rows are the second byte.
-        counts += pairs.sum(axis=0)
-        counts += pairs.sum(axis=1)
+        pairs = np.zeros(65536, dtype=np.int64)
+        for start in range(0, n2, BLOCK_BYTES):
+            pairs += np.bincount(b[start : min(n2, start + BLOCK_BYTES)].view(np.uint16), minlength=65536)
+        square = pairs.reshape(256, 256)  # index = first + 256 * second (little endian): rows are the second byte
+        counts += square.sum(axis=0)
+        counts += square.sum(axis=1)
     if n2 < b.size:
         counts[int(b[-1])] += 1
     return counts
 
 
 def _count_small(idx: "np.ndarray") -> "np.ndarray":
-    """Occurrences of 0..31 in a uint8 array of bin indices (pairs as uint16)."""
+    """Occurrences of 0..32 in a uint8 array of bin indices, 32 folded into 31 (the closed last bin).
+
+    Counts pairs of indices as one uint16 (half the ``bincount`` work)."""
     import numpy as np
 
     n2 = idx.size // 2 * 2
-    counts = np.zeros(BINS, dtype=np.int64)
+    counts = np.zeros(BINS + 1, dtype=np.int64)
     if n2:
-        pairs = np.bincount(idx[:n2].view(np.uint16), minlength=256 * BINS)[: 256 * BINS].reshape(BINS, 256)[:, :BINS]
+        w = BINS + 1
+        pairs = np.bincount(idx[:n2].view(np.uint16), minlength=256 * w)[: 256 * w].reshape(w, 256)[:, :w]
         counts += pairs.sum(axis=0)
         counts += pairs.sum(axis=1)
     if n2 < idx.size:
         counts[int(idx[-1])] += 1
-    return counts
+    counts[BINS - 1] += counts[BINS]
+    return counts[:BINS]
 
 
 def _default_threads() -> int:
@@ -431,12 +448,17 @@ def _pattern_stats(tensor, raw, info: DType, count, chunks, first, cancel, progr
 
     if bits == 16:
         def work(c: _Chunk):
-            return np.bincount(raw[c.b0 : c.b1].view(np.uint16), minlength=65536)
+            acc = np.zeros(65536, dtype=np.int64)
+            for b in _blocks(info, c):
+                acc += np.bincount(raw[b.b0 : b.b1].view(np.uint16), minlength=65536)
+            return acc
     elif bits == 6:
         def work(c: _Chunk):
-            codes = decode(raw[c.b0 : c.b1], info, c.n).view(np.uint8)
-            return np.bincount(codes, minlength=64)
-    else:  # 8, 4, 2 bits: count bytes, fold fields at the end
+            acc = np.zeros(64, dtype=np.int64)
+            for b in _blocks(info, c):
+                acc += np.bincount(decode(raw[b.b0 : b.b1], info, b.n).view(np.uint8), minlength=64)
+            return acc
+    else:  # 8, 4, 2 bits: count bytes (pairs of them), fold fields at the end
         def work(c: _Chunk):
             return _count_bytes(raw[c.b0 : c.b1])
 
@@ -511,8 +533,23 @@ def _two_pass_stats(tensor, raw, info: DType, count, chunks, first, cancel, prog
         return x
 
     def pass1(c: _Chunk):
+        n = s = zeros = nan = posinf = neginf = 0
+        mn = mx = None
+        dirty = False
         with np.errstate(all="ignore"):
-            return _pass1(c)
+            for b in _blocks(info, c):
+                bn, bs, bmn, bmx, bz, bna, bpi, bni, bd = _pass1(b)
+                n += bn
+                s += bs
+                zeros += bz
+                nan += bna
+                posinf += bpi
+                neginf += bni
+                dirty = dirty or bd
+                if bmn is not None:
+                    mn = bmn if mn is None or bmn < mn else mn
+                    mx = bmx if mx is None or bmx > mx else mx
+        return n, s, mn, mx, zeros, nan, posinf, neginf, dirty
 
     def _pass1(c: _Chunk):
         x = values(c)
@@ -565,10 +602,8 @@ def _two_pass_stats(tensor, raw, info: DType, count, chunks, first, cancel, prog
     if finite == 0 or lo is None or hi is None:
         driver.advance(raw.size)
         return TensorStats(count, code, None, None, None, None, nan, posinf, neginf, zeros, finite, (), None, first)
-    mean = math.fsum(sums) / finite
-    if is_int:  # the mean of huge integers may round outside [lo, hi]
-        mean = min(max(mean, float(lo)), float(hi))
     flo, fhi = float(lo), float(hi)
+    mean = min(max(math.fsum(sums) / finite, flo), fhi)  # rounding may leave [lo, hi] 
     if flo == fhi:  # one value: no spread, numpy's histogram convention
         driver.advance(raw.size)
         histogram = [0] * BINS
@@ -579,15 +614,26 @@ def _two_pass_stats(tensor, raw, info: DType, count, chunks, first, cancel, prog
         )
 
     work_f32 = npdt == np.float32 or (is_complex and code == 14)
-    wide = not math.isfinite(fhi - flo) or (work_f32 and not np.isfinite(np.float32(fhi) - np.float32(flo)))
-    if wide:
+    # float32 arithmetic would overflow on this range: compute pass 2 in float64
+    wide = not math.isfinite(fhi - flo)
+    if work_f32 and fhi - flo > 1e38:
         work_f32 = False
     norm = BINS / (fhi - flo) if not wide else BINS / (fhi * 0.5 - flo * 0.5)
     f32 = np.float32
+    # Deviations are taken from ``ref`` (the pass-1 mean, rounded to the working type);
+    # their sum corrects both the mean and the sum of squares (Bjorck's corrected two-pass).
+    ref = float(f32(mean)) if work_f32 else mean
 
     def pass2(c: _Chunk):
+        m2 = sd = 0.0
+        counts = np.zeros(BINS, dtype=np.int64)
         with np.errstate(all="ignore"):
-            return _pass2(c)
+            for b in _blocks(info, c):
+                bm2, bsd, bc = _pass2(b)
+                m2 += bm2
+                sd += bsd
+                counts += bc
+        return m2, sd, counts
 
     def _pass2(c: _Chunk):
         x = values(c)
@@ -595,15 +641,16 @@ def _two_pass_stats(tensor, raw, info: DType, count, chunks, first, cancel, prog
             x = x[np.isfinite(x)]
         n = x.size
         if n == 0:
-            return 0.0, np.zeros(BINS, dtype=np.int64)
+            return 0.0, 0.0, np.zeros(BINS, dtype=np.int64)
         if work_f32:
-            d = np.subtract(x, f32(mean), out=_buffer(np.float32, n), dtype=np.float32)
+            d = np.subtract(x, f32(ref), out=_buffer(np.float32, n), dtype=np.float32)
             m2 = float(np.dot(d, d))
+            sd = float(np.add.reduce(d))
             if not math.isfinite(m2):
-                d64 = x.astype(np.float64) - mean
+                d64 = x.astype(np.float64) - ref
                 m2 = float(np.dot(d64, d64))
             np.multiply(d, f32(norm), out=d)
-            np.add(d, f32((mean - flo) * norm), out=d)
+            np.add(d, f32((ref - flo) * norm), out=d)
             t = d
         else:
             if x.dtype == np.float64:
@@ -611,26 +658,31 @@ def _two_pass_stats(tensor, raw, info: DType, count, chunks, first, cancel, prog
             else:  # integers, or float32 whose range overflows float32
                 xf = _buffer(np.float64, n, 1)
                 np.copyto(xf, x, casting="unsafe")
-            d = np.subtract(xf, mean, out=_buffer(np.float64, n, 2))
+            d = np.subtract(xf, ref, out=_buffer(np.float64, n, 2))
             m2 = float(np.dot(d, d))
+            sd = float(np.add.reduce(d))
             if wide:
                 t = np.multiply(xf, 0.5, out=d)
                 np.subtract(t, flo * 0.5, out=t)
                 np.multiply(t, norm, out=t)
             else:
                 np.multiply(d, norm, out=d)
-                np.add(d, (mean - flo) * norm, out=d)
+                np.add(d, (ref - flo) * norm, out=d)
                 t = d
         idx = _buffer(np.uint8, n)
-        np.copyto(idx, t, casting="unsafe")
-        np.minimum(idx, BINS - 1, out=idx)
-        return m2, _count_small(idx)
+        np.copyto(idx, t, casting="unsafe")  # t is in [0, 32] (up to rounding): no clamp needed
+        return m2, sd, _count_small(idx)
 
-    m2 = 0.0
+    m2 = sd = 0.0
     hist = np.zeros(BINS, dtype=np.int64)
     for r in driver.map(pass2, chunks):
         m2 += r[0]
-        hist += r[1]
+        sd += r[1]
+        hist += r[2]
+    if math.isfinite(sd):
+        mean = min(max(ref + sd / finite, flo), fhi)
+        if math.isfinite(m2):
+            m2 = max(0.0, m2 - sd * sd / finite)
     std = math.sqrt(m2 / finite) if math.isfinite(m2) else math.inf
     return TensorStats(
         count, code, lo, hi, mean, std, nan, posinf, neginf, zeros, finite, tuple(int(h) for h in hist),

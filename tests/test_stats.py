@@ -1,0 +1,385 @@
+"""analysis.stats: every dtype against a plain numpy reference, chunking, cancel, progress, errors."""
+
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+import threading
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from onemodel_viewer.analysis.stats import Cancelled, TensorStats, compute_stats, format_value
+from onemodel_viewer.format.dtypes import DTYPES, decode, encode
+from onemodel_viewer.format.errors import FormatError, Kind
+from onemodel_viewer.format.schema import Tensor
+from onemodel_viewer.format.storage import BytesStorage, FileStorage
+
+NUMERIC = sorted(c for c in DTYPES if c != 8)
+FLOAT32_ARITH = {1, 14}  # histogram bins computed in float32: edges may differ by one rounding
+
+
+def make(code: int, values, dims=None, where="t") -> Tensor:
+    info = DTYPES[code]
+    arr = np.asarray(values)
+    data = encode(arr, info) if arr.size else b""
+    dims = (arr.size,) if dims is None else dims
+    return Tensor("t", code, tuple(dims), storage=BytesStorage(data), file_offset=0, length=len(data), where=where)
+
+
+def sample(code: int, n: int = 257, seed: int = 0) -> np.ndarray:
+    """Values representative of ``code``, with NaN/Inf/zeros where the type has them (shuffled)."""
+    rng = np.random.default_rng(seed + code)
+    return rng.permutation(_sample(code, max(n, 64), rng))[:n]
+
+
+def _sample(code: int, n: int, rng) -> np.ndarray:
+    info = DTYPES[code]
+    if code == 9:
+        return rng.integers(0, 2, n).astype(bool)
+    if not info.is_float:
+        lo, hi = (-(2 ** (info.bits - 1)), 2 ** (info.bits - 1)) if info.numpy.kind == "i" or code in (22, 26) else (0, 2**info.bits)
+        if info.bits >= 32:
+            lo, hi = (-(10**9), 10**9) if info.numpy.kind == "i" else (0, 10**9)
+        v = rng.integers(lo, hi, n, dtype=np.int64)
+        v[:5] = 0
+        return v.astype(info.numpy)
+    if code in (14, 15):
+        v = (rng.standard_normal(n) + 1j * rng.standard_normal(n)).astype(info.numpy)
+        v[3] = 0
+        v[7] = complex(np.nan, 1)
+        v[9] = complex(np.inf, 2)
+        return v
+    v = rng.standard_normal(n) * 3
+    v[:4] = 0.0
+    v[10] = -0.0
+    if code in (27, 28, 23):  # no NaN/Inf in these formats
+        return v.astype(np.float32).astype(info.numpy)
+    if code == 24:  # float8e8m0: positive powers of two, NaN, no zero
+        v = np.exp2(rng.integers(-20, 20, n)).astype(np.float32)
+        v[5] = np.nan
+        return v.astype(info.numpy)
+    v[20] = np.nan
+    v[21] = np.nan
+    if code not in (17, 18, 20):  # the fn/fnuz formats have no infinity
+        v[30] = np.inf
+        v[31] = -np.inf
+    with np.errstate(all="ignore"):
+        return v.astype(info.numpy)
+
+
+def reference(t: Tensor) -> dict:
+    info = t.info
+    raw = np.frombuffer(t.storage.buffer(), dtype=np.uint8)[: t.length]
+    vals = decode(raw, info, t.count)
+    if info.code == 9:
+        x = (raw[: t.count] != 0).astype(np.float64)
+    elif info.code in (14, 15):
+        x = np.abs(vals).astype(np.float64)
+    else:
+        with np.errstate(all="ignore"):
+            x = vals.astype(np.float64)
+    fin = x[np.isfinite(x)]
+    out = dict(
+        count=t.count,
+        nan=int(np.isnan(x).sum()),
+        posinf=int((x == np.inf).sum()),
+        neginf=int((x == -np.inf).sum()),
+        zeros=int((x == 0).sum()),
+        finite=int(fin.size),
+    )
+    if fin.size:
+        hist, edges = np.histogram(fin, bins=32, range=(fin.min(), fin.max()))
+        out.update(min=fin.min(), max=fin.max(), mean=fin.mean(), std=fin.std(), histogram=hist,
+                   hist_range=(edges[0], edges[-1]))
+    return out
+
+
+def assert_matches(s: TensorStats, t: Tensor) -> None:
+    ref = reference(t)
+    for k in ("count", "nan", "posinf", "neginf", "zeros", "finite"):
+        assert getattr(s, k) == ref[k], k
+    if not ref["finite"]:
+        assert s.min is None and s.max is None and s.mean is None and s.std is None
+        assert s.histogram == () and s.hist_range is None
+        return
+    assert s.min == ref["min"] and s.max == ref["max"]
+    assert math.isclose(s.mean, ref["mean"], rel_tol=1e-6, abs_tol=1e-9 * max(1.0, abs(ref["max"])))
+    assert math.isclose(s.std, ref["std"], rel_tol=1e-5, abs_tol=1e-9 * max(1.0, abs(ref["max"])))
+    assert len(s.histogram) == 32 and sum(s.histogram) == ref["finite"]
+    assert s.hist_range == pytest.approx(ref["hist_range"])
+    if t.dtype in FLOAT32_ARITH:
+        # a value within one float32 rounding of an edge may land in the neighbouring bin
+        assert np.abs(np.array(s.histogram) - ref["histogram"]).sum() <= 2
+    else:
+        assert s.histogram == tuple(int(h) for h in ref["histogram"])
+
+
+@pytest.mark.parametrize("code", NUMERIC, ids=lambda c: DTYPES[c].name)
+@pytest.mark.parametrize("chunk_bytes,threads", [(8 << 20, 1), (7, 1), (24, 2)])
+def test_every_dtype_matches_numpy(code, chunk_bytes, threads):
+    t = make(code, sample(code))
+    s = compute_stats(t, chunk_bytes=chunk_bytes, threads=threads)
+    assert s.dtype == code
+    assert_matches(s, t)
+    assert len(s.first) == 16
+    if not DTYPES[code].is_float:
+        assert isinstance(s.min, int) and isinstance(s.max, int)
+
+
+@pytest.mark.parametrize("code,n", [(21, 7), (22, 1), (23, 9), (25, 5), (26, 3), (27, 5), (28, 1), (27, 6), (22, 15)])
+@pytest.mark.parametrize("chunk_bytes", [1, 2, 3, 1 << 20])
+def test_odd_subbyte_counts(code, n, chunk_bytes):
+    """The padding bits of the last byte are not counted as elements."""
+    vals = sample(code, n=n, seed=n)
+    t = make(code, vals)
+    assert t.length == DTYPES[code].byte_length(n)
+    s = compute_stats(t, chunk_bytes=chunk_bytes, threads=1)
+    assert_matches(s, t)
+    assert len(s.first) == min(16, n)
+
+
+def test_subbyte_padding_nonzero_is_ignored():
+    """A 4-bit tensor of 3 elements whose padding nibble is 0xF: the nibble is not an element."""
+    data = bytes([0x21, 0xF3])  # elements 1, 2, 3; padding 0xF
+    t = Tensor("t", 21, (3,), storage=BytesStorage(data), file_offset=0, length=2)
+    s = compute_stats(t)
+    assert (s.min, s.max, s.count, s.finite) == (1, 3, 3, 3)
+    assert s.first == ("1", "2", "3")
+
+
+@pytest.mark.parametrize("code", [1, 10, 16, 11, 6, 21, 9, 14])
+@pytest.mark.parametrize("dims", [(0,), (3, 0)])
+def test_empty_tensor(code, dims):
+    t = Tensor("t", code, dims, storage=BytesStorage(b""), file_offset=0, length=0)
+    s = compute_stats(t)
+    assert s.count == 0 and s.min is None and s.histogram == () and s.first == ()
+    assert (s.nan, s.zeros, s.finite) == (0, 0, 0)
+
+
+def test_scalar_tensor():
+    t = make(1, np.array([2.5], dtype=np.float32), dims=())
+    s = compute_stats(t)
+    assert (s.count, s.min, s.max, s.mean, s.std) == (1, 2.5, 2.5, 2.5, 0.0)
+    assert s.hist_range == (2.0, 3.0) and s.histogram[16] == 1 and sum(s.histogram) == 1
+
+
+@pytest.mark.parametrize("code", [1, 10, 16, 11])
+def test_all_nan_and_inf(code):
+    vals = np.array([np.nan, np.inf, -np.inf, np.nan], dtype=np.float32).astype(DTYPES[code].numpy)
+    s = compute_stats(make(code, vals))
+    assert (s.nan, s.posinf, s.neginf, s.finite) == (2, 1, 1, 0)
+    assert s.min is None and s.mean is None and s.histogram == () and s.hist_range is None
+    assert s.first == ("nan", "inf", "-inf", "nan")
+
+
+@pytest.mark.parametrize("code", [1, 10, 16, 11, 3, 7])
+def test_constant_tensor_histogram_convention(code):
+    vals = np.full(1000, 4, dtype=DTYPES[code].numpy)
+    s = compute_stats(make(code, vals), chunk_bytes=64, threads=2)
+    assert s.min == 4 and s.max == 4 and s.std == 0.0 and s.mean == 4.0
+    assert s.hist_range == (3.5, 4.5) and s.histogram[16] == 1000
+
+
+def test_float32_chunk_sum_overflow_is_recomputed():
+    """Finite values whose float32 sum overflows: the mean must come from a float64 sum, not NaN/inf."""
+    vals = np.full(64, 3e38, dtype=np.float32)
+    vals[::2] = -3e38
+    vals[5] = 1.0
+    t = make(1, vals)
+    s = compute_stats(t, chunk_bytes=64, threads=1)
+    assert_matches(s, t)
+    assert (s.nan, s.posinf, s.neginf) == (0, 0, 0)
+
+
+def test_float64_huge_range_histogram():
+    vals = np.array([-1.7e308, 1.7e308, 0.0, 1.0], dtype=np.float64)
+    s = compute_stats(make(11, vals))
+    assert s.min == -1.7e308 and s.max == 1.7e308 and sum(s.histogram) == 4
+    assert s.histogram[0] == 1 and s.histogram[31] == 1 and s.histogram[16] == 2
+
+
+def test_int64_extremes_are_exact():
+    vals = np.array([np.iinfo(np.int64).min, 0, np.iinfo(np.int64).max], dtype=np.int64)
+    s = compute_stats(make(7, vals))
+    assert s.min == np.iinfo(np.int64).min and s.max == np.iinfo(np.int64).max
+    assert isinstance(s.min, int) and sum(s.histogram) == 3 and s.zeros == 1
+    vals = np.array([0, 2**64 - 1], dtype=np.uint64)
+    s = compute_stats(make(13, vals))
+    assert s.max == 2**64 - 1 and s.first == ("0", str(2**64 - 1))
+
+
+def test_float32_mean_and_std_precision():
+    """Large offset, small spread: the two-pass variance keeps the digits E[x²]-E[x]² would lose."""
+    rng = np.random.default_rng(5)
+    vals = (1000.0 + rng.standard_normal(100_000) * 1e-3).astype(np.float32)
+    t = make(1, vals)
+    s = compute_stats(t, chunk_bytes=4096, threads=2)
+    ref = vals.astype(np.float64)
+    assert math.isclose(s.mean, ref.mean(), rel_tol=1e-9)
+    assert math.isclose(s.std, ref.std(), rel_tol=1e-3)
+
+
+def test_bool_nonzero_bytes_are_true():
+    t = Tensor("t", 9, (4,), storage=BytesStorage(bytes([0, 1, 2, 255])), file_offset=0, length=4)
+    s = compute_stats(t)
+    assert (s.min, s.max, s.zeros, s.mean) == (0, 1, 1, 0.75)
+    assert s.first == ("false", "true", "true", "true")
+
+
+def test_complex_semantics():
+    vals = np.array([3 + 4j, 0j, complex(np.nan, 0), complex(np.inf, np.nan), -1j], dtype=np.complex64)
+    s = compute_stats(make(14, vals))
+    assert (s.nan, s.posinf, s.neginf, s.zeros, s.finite) == (1, 1, 0, 1, 3)
+    assert (s.min, s.max) == (0.0, 5.0)
+    assert s.first[0] == "3.0+4.0j" and s.first[4] == "-0.0-1.0j"
+
+
+def test_first_values_formatted():
+    s = compute_stats(make(10, np.array([1.5, -2, np.nan, 0.1], dtype=np.float16)))
+    assert s.first == ("1.5", "-2.0", "nan", "0.1")
+    s = compute_stats(make(16, np.array([0.1, 3], dtype=ml_dtypes.bfloat16)))
+    assert s.first == ("0.1", "3.0")
+    s = compute_stats(make(22, np.array([-3, 7], dtype=ml_dtypes.int4)))
+    assert s.first == ("-3", "7")
+    s = compute_stats(make(1, np.arange(40, dtype=np.float32)))
+    assert len(s.first) == 16 and s.first[:2] == ("0.0", "1.0")
+
+
+@pytest.mark.parametrize(
+    "value,code,text",
+    [
+        (1.5, 10, "1.5"),
+        (0.1, 1, "0.1"),
+        (np.float32(0.1), 1, "0.1"),
+        (0.1, 11, "0.1"),
+        (float("nan"), 1, "nan"),
+        (float("inf"), 16, "inf"),
+        (float("-inf"), 10, "-inf"),
+        (ml_dtypes.bfloat16(0.1), 16, "0.1"),
+        (ml_dtypes.float8_e4m3fn(448), 17, "448.0"),
+        (-3, 22, "-3"),
+        (True, 9, "true"),
+        (0, 9, "false"),
+        (1 + 2j, 14, "1.0+2.0j"),
+        (2**63, 13, str(2**63)),
+        (b"a\xffb", 8, "a\\xffb"),
+        (1e-8, 1, "1e-08"),
+    ],
+)
+def test_format_value(value, code, text):
+    assert format_value(value, code) == text
+
+
+def test_strings():
+    strings = (b"hello", b"", b"\xff\xfeok", b"x" * 1000, "é\u202e".encode())
+    t = Tensor("s", 8, (5,), strings=strings)
+    s = compute_stats(t)
+    assert (s.count, s.min_len, s.max_len, s.total_len) == (5, 0, 1000, 5 + 0 + 4 + 1000 + len("é\u202e".encode()))
+    assert s.previews[0] == "hello" and s.previews[2] == "\\xff\\xfeok"
+    assert s.previews[3] == "x" * 256 + "…"
+    assert s.previews[4] == "é\u202e"  # raw: the UI makes it visible
+    assert s.min is None and s.histogram == ()
+
+
+def test_string_count_mismatch_is_invalid_model():
+    t = Tensor("s", 8, (3,), strings=(b"a",), where="manifest.graph.initializers[2]")
+    with pytest.raises(FormatError) as e:
+        compute_stats(t)
+    assert e.value.kind == Kind.INVALID_MODEL and e.value.where == "manifest.graph.initializers[2]"
+
+
+def test_length_mismatch_is_invalid_model():
+    t = Tensor("t", 1, (4,), storage=BytesStorage(b"\0" * 12), file_offset=0, length=12, where="manifest.graph.initializers[0]")
+    with pytest.raises(FormatError) as e:
+        compute_stats(t)
+    assert e.value.kind == Kind.INVALID_MODEL and e.value.where == "manifest.graph.initializers[0]"
+
+
+def test_unknown_dtype_is_unsupported():
+    t = Tensor("t", 99, (1,), storage=BytesStorage(b"\0"), file_offset=0, length=1, where="w")
+    with pytest.raises(FormatError) as e:
+        compute_stats(t)
+    assert e.value.kind == Kind.UNSUPPORTED and e.value.where == "w.dtype"
+
+
+@pytest.mark.parametrize("code,passes", [(1, 2), (10, 1), (3, 1), (21, 1), (7, 2)])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_progress_reports_every_chunk(code, passes, threads):
+    t = make(code, sample(code, n=1000))
+    calls = []
+    compute_stats(t, chunk_bytes=100, threads=threads, progress=lambda d, tot: calls.append((d, tot)))
+    assert len(calls) >= passes * (t.length // 100)
+    assert all(tot == passes * t.length for _, tot in calls)
+    dones = [d for d, _ in calls]
+    assert dones == sorted(dones) and dones[-1] == passes * t.length
+
+
+@pytest.mark.parametrize("code", [1, 10, 22])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_cancel_between_chunks(code, threads):
+    t = make(code, sample(code, n=4000))
+    ev = threading.Event()
+    calls = []
+
+    def progress(done, total):
+        calls.append(done)
+        ev.set()
+
+    with pytest.raises(Cancelled):
+        compute_stats(t, chunk_bytes=64, threads=threads, progress=progress, cancel=ev)
+    assert len(calls) == 1
+
+
+def test_cancel_before_start():
+    ev = threading.Event()
+    ev.set()
+    with pytest.raises(Cancelled):
+        compute_stats(make(1, sample(1)), cancel=ev)
+    with pytest.raises(Cancelled):
+        compute_stats(Tensor("s", 8, (1,), strings=(b"a",)), cancel=ev)
+
+
+def test_file_changed_on_disk_raises_io(tmp_path):
+    path = tmp_path / "w.bin"
+    n = 1 << 19
+    path.write_bytes(np.arange(n, dtype=np.float32).tobytes())
+    st = FileStorage(path)
+    assert st.mapped
+    t = Tensor("w", 1, (n,), storage=st, file_offset=0, length=4 * n, where="manifest.graph.initializers[0]")
+    assert compute_stats(t).max == n - 1
+
+    def progress(done, total):
+        if done == 1 << 16:
+            with open(path, "ab") as f:
+                f.write(b"more")
+            os.utime(path, ns=(1, 1))
+
+    with pytest.raises(FormatError) as e:
+        compute_stats(t, chunk_bytes=1 << 16, threads=1, progress=progress)
+    assert e.value.kind == Kind.IO
+    st.close()
+
+
+def test_memory_bounded_chunking_on_mapped_file(tmp_path):
+    """A mapped float16 tensor in many chunks gives the same answer as one chunk."""
+    path = tmp_path / "h.bin"
+    vals = sample(10, n=300_001)
+    path.write_bytes(vals.tobytes() + b"\0" * (1 << 20))
+    st = FileStorage(path)
+    t = Tensor("h", 10, (vals.size,), storage=st, file_offset=0, length=vals.nbytes)
+    a = compute_stats(t, chunk_bytes=4096, threads=2)
+    b = compute_stats(t, chunk_bytes=1 << 30, threads=1)
+    assert a == b
+    st.close()
+
+
+def test_core_does_not_import_ui():
+    code = (
+        "import sys; sys.modules['textual'] = None; sys.modules['rich'] = None\n"
+        "import onemodel_viewer.analysis.stats as s\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
