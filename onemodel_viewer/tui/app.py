@@ -198,7 +198,7 @@ class OneModelApp(App[int]):
         tree.set_entries(roots)
         if doc.model is not None:
             # open the model's top level so the first screen shows the structure
-            for e in roots[:2]:
+            for e in [r for r in roots if r.kind in ("model", "graph")]:
                 node = tree.node_for(e)
                 if node is not None:
                     tree.populate(node)
@@ -267,6 +267,9 @@ class OneModelApp(App[int]):
         else:
             stats.show_tensor(None)
             stats.add_class("hidden")
+        if entry.kind == "header" and isinstance(obj, tuple):
+            hexv.goto(obj[1], obj[2])
+            return
         if entry.kind in ("problem", "finding") and getattr(obj, "offset", None) is not None:
             hexv.goto(obj.offset, 1)
             return
@@ -448,6 +451,19 @@ class OneModelApp(App[int]):
 
         self.push_screen(LayoutScreen(self.bytemap, self._hex_storage), done)
 
+    def load_document(self, doc: Document) -> None:
+        """Show another document (the old one is closed)."""
+        old = self.document
+        self.document = doc
+        self.path = doc.path
+        self.current = None
+        self._setup()
+        if old is not None and old is not doc:
+            try:
+                old.close()
+            except Exception:
+                pass
+
     def action_reload(self) -> None:
         if not self.path:
             return
@@ -456,14 +472,7 @@ class OneModelApp(App[int]):
         except FormatError as e:
             self.notify(f"cannot reload: {safe_str(str(e), 200)}", severity="error", markup=False)
             return
-        old = self.document
-        self.document = doc
-        self._setup()
-        if old is not None and old is not doc:
-            try:
-                old.close()
-            except Exception:
-                pass
+        self.load_document(doc)
         self.notify("reloaded", timeout=2)
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:

@@ -7,6 +7,7 @@ follows when the line is chosen. Values from the file go through :func:`safe_tex
 from __future__ import annotations
 
 import math
+import os
 from typing import Any, Iterable
 
 from rich.text import Text
@@ -212,6 +213,11 @@ class Describer:
                     kv("value", attribute_value_text(e.obj, limit=2000))]
         if k in ("problem", "finding"):
             return self.problem(e.obj, k)
+        if k == "header":
+            name, off, size, val = e.obj
+            shown = safe_text(val.decode("latin-1"), limit=40) if isinstance(val, bytes) else Text(f"{val:,} (0x{val:x})")
+            return [kv("field", Text("header." + name, style="bold"), width=8), kv("value", shown, width=8),
+                    kv("offset", f"{off} .. {off + size - 1} ({size} bytes)", ("offset", off), width=8)]
         if k == "meta":
             return [(e.label.copy(), None)]
         return [(e.label.copy(), None)]
@@ -392,7 +398,7 @@ class Describer:
     def model(self, m: Model) -> list[Line]:
         doc = self.doc
         lines: list[Line] = [(Text("model", style="bold"), None)]
-        lines.append(kv("file", safe_text(doc.path, limit=200)))
+        lines.append(kv("file", safe_text(os.path.basename(doc.path), limit=200)))
         lines.append(kv("source", doc.source))
         lines.append(kv("size", f"{doc.size:,} ({human_size(doc.size)})"))
         lines.append(kv("ir", str(m.ir_version)))

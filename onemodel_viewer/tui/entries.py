@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 from rich.text import Text
 
-from ..format.document import Document
+from ..format.document import HEADER_FIELDS, Document
 from ..format.schema import Attribute, AttrType, Function, Graph, Model, Node, SparseTensor, Tensor, ValueInfo
 from .safe import human_size, safe_text
 
@@ -214,6 +214,8 @@ class EntryFactory:
     def root(self) -> list[Entry]:
         doc = self.doc
         out: list[Entry] = []
+        if doc.header is not None:
+            out.append(self.header_entry())
         m = doc.model
         if m is not None:
             out.append(self.model_entry(m))
@@ -232,6 +234,25 @@ class EntryFactory:
                   children=(lambda: [self.finding_entry(f) for f in doc.findings]) if doc.findings else None)
         )
         return out
+
+    def header_entry(self) -> Entry:
+        h = self.doc.header
+        lab = Text("header", style="bold")
+        lab.append("  64 B", style="dim")
+
+        def kids() -> list[Entry]:
+            out = []
+            for name, off, size in HEADER_FIELDS:
+                val = getattr(h, name)
+                t = Text(name + " ", style="dim")
+                if isinstance(val, bytes):
+                    t.append_text(safe_text(val.decode("latin-1"), limit=20))
+                else:
+                    t.append(f"{val:,}")
+                out.append(Entry("header", t, obj=(name, off, size, val), where=f"header.{name}"))
+            return out
+
+        return Entry("group", lab, obj=h, where="header", children=kids)
 
     def model_entry(self, m: Model) -> Entry:
         lab = Text("model", style="bold")

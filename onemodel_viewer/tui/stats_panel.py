@@ -76,11 +76,10 @@ def stats_text(t: Tensor, s: Any) -> Text:
     out.append("\n")
     if s.first:
         out.append("first ", style="bold")
-        out.append_text(safe_text(", ".join(s.first), limit=200))
-        out.append("\n")
+        out.append_text(safe_text(", ".join(s.first), limit=100))
     if s.hist_range is not None:
         lo, hi = s.hist_range
-        out.append(f"histogram {fmt_num(lo)} … {fmt_num(hi)}", style="dim")
+        out.append(f"\nhistogram {fmt_num(lo)} … {fmt_num(hi)}", style="dim")
     return out
 
 
@@ -88,9 +87,9 @@ class StatsPanel(Vertical):
     """Statistics of one tensor: summary, histogram (sparkline), progress while computing."""
 
     DEFAULT_CSS = """
-    StatsPanel { height: auto; max-height: 14; }
-    StatsPanel > #stats-summary { height: auto; }
-    StatsPanel > Sparkline { height: 2; margin: 0 1; }
+    StatsPanel { height: auto; max-height: 9; }
+    StatsPanel > #stats-summary { height: auto; text-wrap: nowrap; text-overflow: ellipsis; }
+    StatsPanel > Sparkline { height: 1; margin: 0 0; }
     StatsPanel > ProgressBar { height: 1; }
     StatsPanel .hidden { display: none; }
     """
@@ -128,6 +127,8 @@ class StatsPanel(Vertical):
 
     def show_tensor(self, t: Tensor | None, *, force: bool = False) -> None:
         """Show ``t``'s statistics: cached, computed now (small or ``force``), or a hint."""
+        if self._tensor is t and t is not None and self.state == "running":
+            return  # already computing this one
         if self._tensor is not t:
             self.cancel()
         self._tensor = t

@@ -1,0 +1,508 @@
+"""Pilot tests of the viewer (onemodel_viewer.tui): one behaviour per test, real files."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import threading
+from pathlib import Path
+
+import pytest
+from rich.text import Text
+
+from onemodel_viewer import format as omf
+from onemodel_viewer.format.errors import FormatError, Kind
+from onemodel_viewer.tui.app import OneModelApp, make_app, run_viewer
+from onemodel_viewer.tui.detail_pane import DetailPane
+from onemodel_viewer.tui.help_screen import HelpScreen
+from onemodel_viewer.tui.hex_view import HexView
+from onemodel_viewer.tui.layout_screen import LayoutScreen
+from onemodel_viewer.tui.problems_screen import ProblemsScreen
+from onemodel_viewer.tui.stats_panel import StatsPanel
+from onemodel_viewer.tui.structure_tree import StructureTree
+
+ROOT = Path(__file__).resolve().parent.parent
+VALID = ROOT / "testdata" / "valid"
+HOSTILE = ROOT / "testdata" / "hostile"
+SHOWCASE = VALID / "showcase.onemodel"
+SIZE = (120, 40)
+
+CONTROL = {chr(c) for c in range(0x20)} | {"\x7f"} | {chr(c) for c in range(0x80, 0xA0)} | set(
+    "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200b\u200c\u200d\u200e\u200f\ufeff\u061c"
+)
+
+
+def aio(fn):
+    """Run an async test body with asyncio (no async plugin needed); fixtures still work."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        return asyncio.run(fn(*args, **kwargs))
+
+    return wrapper
+
+
+def need(path: Path) -> Path:
+    if not path.exists():
+        pytest.skip(f"{path.name} not generated yet")
+    return path
+
+
+async def settle(pilot) -> None:
+    await pilot.pause()
+    await pilot.app.workers.wait_for_complete()
+    await pilot.pause()
+
+
+def plain(renderable) -> str:
+    return renderable.plain if isinstance(renderable, Text) else str(renderable)
+
+
+def expand_all(tree: StructureTree, limit: int = 5000) -> list[str]:
+    """Populate every item (breadth first) and return every label's plain text."""
+    labels = []
+    todo = list(tree.root.children)
+    while todo and len(labels) < limit:
+        node = todo.pop(0)
+        labels.append(node.label.plain)
+        todo.extend(node.children if node.children else [])
+        if node.allow_expand:
+            tree.populate(node)
+            todo.extend(c for c in node.children if c not in todo)
+    return labels
+
+
+@aio
+async def test_first_screen_info_bar_and_tree():
+    app = make_app(str(need(SHOWCASE)))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        info = plain(app.query_one("#infobar").render())
+        assert "showcase.onemodel" in info and "valid" in info and "tensors" in info and "nodes" in info
+        tree = app.query_one(StructureTree)
+        top = [n.label.plain.split()[0] for n in tree.root.children]
+        assert top[:3] == ["header", "model", "graph"]
+        assert "problems" in top and "findings" in top
+        # the detail pane starts with the model's facts
+        assert app.query_one(DetailPane).plain_lines()[0] == "model"
+
+
+@aio
+async def test_tree_is_lazy_and_chunks_big_lists(tmp_path):
+    """100,000 nodes must open at once: children exist only after expanding, lists in groups of 1,000."""
+    from onemodel_viewer.format.schema import Graph, Model, Node, OperatorSet, Type, ValueInfo
+    from onemodel_viewer.format.writer import write
+
+    n = 2500
+    nodes = tuple(Node("Identity", f"n{i}", inputs=(f"v{i}",), outputs=(f"v{i + 1}",)) for i in range(n))
+    t = Type("tensor", elem=1, shape=(1,))
+    g = Graph("chain", inputs=(ValueInfo("v0", t),), outputs=(ValueInfo(f"v{n}", t),), nodes=nodes)
+    path = tmp_path / "chain.onemodel"
+    write(Model(ir_version=8, graph=g, opsets=(OperatorSet("", 17),)), path)
+    app = make_app(str(path))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        tree = app.query_one(StructureTree)
+        graph = next(c for c in tree.root.children if c.data.kind == "graph")
+        nodes_group = next(c for c in graph.children if c.label.plain.startswith("nodes"))
+        assert len(nodes_group.children) == 0  # not built before it is expanded
+        nodes_group.expand()
+        await pilot.pause()
+        assert [c.label.plain for c in nodes_group.children] == ["nodes 0–999", "nodes 1,000–1,999", "nodes 2,000–2,499"]
+        assert all(len(c.children) == 0 for c in nodes_group.children)
+        # revealing a deep node builds only the way to it
+        entry = app.reveal("manifest.graph.nodes[2222]")
+        await pilot.pause()
+        assert entry is not None and entry.kind == "node" and entry.obj.name == "n2222"
+        assert tree.cursor_node.data is entry
+        assert len(nodes_group.children[0].children) == 0
+        assert len(nodes_group.children[2].children) == 500
+
+
+@aio
+async def test_select_tensor_moves_hex_and_computes_stats():
+    app = make_app(str(need(SHOWCASE)))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        doc = app.document
+        t = doc.model.graph.initializers[0]
+        entry = app.reveal(t.where)
+        await settle(pilot)
+        assert entry.obj is t
+        hexv = app.query_one(HexView)
+        assert hexv.cursor == t.file_offset
+        assert hexv.highlight == (t.file_offset, t.file_offset + t.length)
+        top = int(hexv.scroll_offset.y)
+        assert top <= t.file_offset // hexv.bytes_per_line < top + hexv.size.height
+        lines = app.query_one(DetailPane).plain_lines()
+        assert any(f"0x{t.file_offset:x}" in ln for ln in lines)
+        assert any("64-byte aligned" in ln for ln in lines)
+        panel = app.query_one(StatsPanel)
+        assert panel.state == "done"
+        text = panel.summary_text()
+        assert "min" in text and "max" in text and "NaN" in text
+        assert panel.cached(t) is not None
+
+
+@aio
+async def test_hex_cursor_reports_owner_and_keys_move_it():
+    app = make_app(str(need(SHOWCASE)))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        t = app.document.model.graph.initializers[1]
+        hexv = app.query_one(HexView)
+        hexv.focus()
+        hexv.goto(t.file_offset + 3)
+        await pilot.pause()
+        assert app.owner_at(hexv.cursor) == f"tensor {t.name} +3"
+        assert t.name in hexv.border_subtitle
+        await pilot.press("right", "right", "down")
+        await pilot.pause()
+        assert hexv.cursor == t.file_offset + 5 + hexv.bytes_per_line
+        assert f"+{5 + hexv.bytes_per_line}" in hexv.border_subtitle
+        hexv.goto(12)
+        await pilot.pause()
+        assert app.owner_at(12) == "header.flags +0"
+        assert app.owner_at(0x41) == "manifest +1"
+
+
+@aio
+async def test_goto_prompt_hex_and_decimal():
+    app = make_app(str(need(SHOWCASE)))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        hexv = app.query_one(HexView)
+        await pilot.press("g")
+        await pilot.pause()
+        await pilot.press(*"0x4f00", "enter")
+        await pilot.pause()
+        assert hexv.cursor == 0x4F00
+        await pilot.press("g")
+        await pilot.pause()
+        await pilot.press(*"100", "enter")
+        await pilot.pause()
+        assert hexv.cursor == 100
+        await pilot.press("g")
+        await pilot.pause()
+        await pilot.press(*"zzz", "enter")  # not an offset: cursor stays, a warning is shown
+        await pilot.pause()
+        assert hexv.cursor == 100
+        await pilot.press("g")
+        await pilot.pause()
+        await pilot.press(*"end", "enter")
+        await pilot.pause()
+        assert hexv.cursor == app.document.size - 1
+        top = int(hexv.scroll_offset.y)
+        assert top <= hexv.cursor // hexv.bytes_per_line < top + hexv.size.height
+
+
+@aio
+async def test_search_jumps_and_n_cycles():
+    app = make_app(str(need(SHOWCASE)))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("slash")
+        await pilot.pause()
+        await pilot.press(*"layernormalization", "enter")
+        await settle(pilot)
+        assert len(app.search_matches) >= 2
+        first = app.current
+        assert first.kind == "node" and first.obj.op == "LayerNormalization"
+        tree = app.query_one(StructureTree)
+        assert tree.cursor_node.data is first
+        await pilot.press("n")
+        await settle(pilot)
+        assert app.current is not first and app.current.obj.op == "LayerNormalization"
+        await pilot.press("N")
+        await settle(pilot)
+        assert app.current.obj is first.obj
+
+
+@aio
+async def test_detail_link_jumps_to_producer():
+    app = make_app(str(need(SHOWCASE)))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        g = app.document.model.graph
+        node = next(n for n in g.nodes if n.name == "embed.add")
+        app.reveal(node.where)
+        await settle(pilot)
+        pane = app.query_one(DetailPane)
+        lines = pane.plain_lines()
+        assert lines[0].startswith("Add  embed.add")
+        assert "ai.onnx 21" in lines[0]
+        idx = next(i for i, ln in enumerate(lines) if "←" in ln and ln.startswith("in"))
+        link = pane.link_at(idx)
+        assert isinstance(link, str)
+        pane.focus()
+        pane.highlighted = idx
+        await pilot.press("enter")
+        await settle(pilot)
+        assert app.current.where == link and app.current.kind in ("node", "tensor", "value")
+
+
+@aio
+async def test_problems_screen_on_hostile_file_jumps_to_where():
+    path = need(HOSTILE / "InvalidModel-cycle-self.onemodel")
+    app = make_app(str(path))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert "1 problem" in plain(app.query_one("#infobar").render())
+        await pilot.press("p")
+        await pilot.pause()
+        assert isinstance(app.screen, ProblemsScreen)
+        prob = app.document.problems[0]
+        assert app.screen.records[0] is prob
+        await pilot.press("enter")
+        await settle(pilot)
+        assert not isinstance(app.screen, ProblemsScreen)
+        assert app.current is not None and app.current.where == prob.where == "manifest.graph.nodes[4]"
+        assert app.query_one(HexView).cursor == prob.offset
+
+
+@aio
+async def test_truncated_header_still_opens_with_problem():
+    path = need(HOSTILE / "Malformed-file-10-bytes.onemodel")
+    app = make_app(str(path))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert "1 problem" in plain(app.query_one("#infobar").render())
+        tree = app.query_one(StructureTree)
+        problems = next(c for c in tree.root.children if c.label.plain.startswith("problems"))
+        assert problems.children and problems.children[0].label.plain.startswith("Malformed header")
+        assert app.query_one(HexView).file_size == 10
+
+
+@aio
+async def test_header_problem_highlights_field():
+    path = need(HOSTILE / "Malformed-data-length-minus-1.onemodel")
+    app = make_app(str(path))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        app.jump_to_problem(app.document.problems[0])
+        await settle(pilot)
+        assert app.current.kind == "header" and app.current.where == "header.data_length"
+        hexv = app.query_one(HexView)
+        assert hexv.cursor == 40 and hexv.highlight == (40, 48)
+
+
+TERM_FILES = ["valid-term-markup", "valid-term-ansi", "valid-term-bidi", "valid-term-controls",
+              "valid-term-string-tensor", "valid-term-long-name", "valid-term-all"]
+
+
+@aio
+async def test_hostile_names_render_literally():
+    """Markup in a name stays text; ESC/C0/C1/bidi/zero-width become visible escapes (tree and detail)."""
+    app = make_app(document=omf.open(str(need(HOSTILE / "valid-base.onemodel")), mode="diagnose"))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        for name in TERM_FILES:
+            doc = omf.open(str(need(HOSTILE / f"{name}.onemodel")), mode="diagnose")
+            app.load_document(doc)
+            await settle(pilot)
+            tree = app.query_one(StructureTree)
+            labels = expand_all(tree)
+            for lab in labels:
+                assert not (set(lab) & CONTROL), (name, lab)
+            if name == "valid-term-markup":
+                assert any("[bold red]x[/]" in lab for lab in labels)
+            if name == "valid-term-ansi":
+                assert any("\\x1b[31mred" in lab for lab in labels)
+            for n in doc.model.graph.nodes[:2]:
+                app.reveal(n.where)
+                await settle(pilot)
+                for ln in app.query_one(DetailPane).plain_lines():
+                    assert not (set(ln) & CONTROL), (name, ln)
+            if name == "valid-term-markup":
+                assert "[link=http://evil.example]" in app.query_one(DetailPane).plain_lines()[0]
+            info = plain(app.query_one("#infobar").render())
+            assert not (set(info) & CONTROL)
+
+
+@aio
+async def test_stats_cancel(monkeypatch):
+    import onemodel_viewer.analysis.stats as stats_mod
+
+    started = threading.Event()
+
+    def slow(tensor, *, cancel=None, progress=None, chunk_bytes=8 << 20):
+        started.set()
+        assert cancel is not None
+        if not cancel.wait(10):
+            raise AssertionError("never cancelled")
+        raise stats_mod.Cancelled()
+
+    monkeypatch.setattr(stats_mod, "compute_stats", slow)
+    app = make_app(str(need(SHOWCASE)))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        t = app.document.model.graph.initializers[0]
+        app.reveal(t.where)
+        await pilot.pause()
+        assert started.wait(5)
+        panel = app.query_one(StatsPanel)
+        assert panel.state == "running"
+        await pilot.press("c")
+        await settle(pilot)
+        assert panel.state == "cancelled"
+        assert "cancelled" in panel.summary_text()
+        assert panel.cached(t) is None
+
+
+@aio
+async def test_stats_error_is_shown_not_raised(monkeypatch):
+    import onemodel_viewer.analysis.stats as stats_mod
+
+    def broken(tensor, **kw):
+        raise FormatError(Kind.IO, "file", None, "the file changed on disk since it was opened; reload it")
+
+    monkeypatch.setattr(stats_mod, "compute_stats", broken)
+    app = make_app(str(need(SHOWCASE)))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        app.reveal(app.document.model.graph.initializers[0].where)
+        await settle(pilot)
+        panel = app.query_one(StatsPanel)
+        assert panel.state == "error"
+        assert "Io" in panel.summary_text() and "reload" in panel.summary_text()
+        assert app.is_running
+
+
+@aio
+async def test_string_tensor_stats_are_literal():
+    doc = omf.open(str(need(HOSTILE / "valid-term-string-tensor.onemodel")), mode="diagnose")
+    from onemodel_viewer.format.schema import all_tensors
+
+    t = next(x for x in all_tensors(doc.model) if x.is_string)
+    app = make_app(document=doc)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        app.reveal(t.where)
+        await settle(pilot)
+        panel = app.query_one(StatsPanel)
+        assert panel.state == "done"
+        text = panel.summary_text()
+        assert "lengths" in text
+        assert not (set(text) & (CONTROL - {"\n"}))
+
+
+@aio
+async def test_layout_screen_lists_extents_and_overlaps():
+    app = make_app(str(need(HOSTILE / "valid-shared-bytes.onemodel")))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("l")
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, LayoutScreen)
+        kinds = [e.kind for e in screen.extents]
+        assert kinds[:3] == ["header", "header", "header"] or "header" in kinds
+        assert "manifest" in kinds and "tensor" in kinds and "overlap" in kinds
+        tensor_rows = [i for i, e in enumerate(screen.extents) if e.kind == "tensor"]
+        table = screen.query_one("#layout-table")
+        table.move_cursor(row=tensor_rows[0])
+        await pilot.press("enter")
+        await settle(pilot)
+        assert app.query_one(HexView).cursor == screen.extents[tensor_rows[0]].start
+
+
+@aio
+async def test_tensor_detail_lists_shared_bytes():
+    doc = omf.open(str(need(HOSTILE / "valid-shared-bytes.onemodel")), mode="diagnose")
+    app = make_app(document=doc)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        shared = [t for t in doc.model.graph.initializers if app.bytemap.sharing(t)]
+        assert shared
+        app.reveal(shared[0].where)
+        await settle(pilot)
+        assert any("shares bytes with" in ln for ln in app.query_one(DetailPane).plain_lines())
+
+
+@aio
+async def test_help_theme_and_palette_commands():
+    app = make_app(str(need(SHOWCASE)))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, HelpScreen)
+        dark = app.current_theme.dark
+        await pilot.press("ctrl+t")
+        await pilot.pause()
+        assert app.current_theme.dark is not dark
+        titles = [c.title for c in app.get_system_commands(app.screen)]
+        for want in ("Search", "Go to offset", "Problems", "Layout", "Statistics", "Reload", "Help"):
+            assert want in titles
+
+
+@aio
+async def test_onnx_file_opens():
+    app = make_app(str(need(VALID / "showcase.onnx")))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert "onnx" in plain(app.query_one("#infobar").render())
+        hexv = app.query_one(HexView)
+        assert hexv.file_size == (VALID / "showcase.onnx").stat().st_size
+        t = app.document.model.graph.initializers[0]
+        app.reveal(t.where)
+        await settle(pilot)
+        assert app.current.obj is t
+        assert app.query_one(StatsPanel).state == "done"
+
+
+@aio
+async def test_reload_picks_up_changes(tmp_path):
+    import shutil
+
+    path = tmp_path / "m.onemodel"
+    shutil.copy(need(SHOWCASE), path)
+    app = make_app(str(path))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        shutil.copy(need(HOSTILE / "valid-base.onemodel"), path)
+        await pilot.press("r")
+        await settle(pilot)
+        assert app.document.size == (HOSTILE / "valid-base.onemodel").stat().st_size
+        assert app.query_one(HexView).file_size == app.document.size
+
+
+@aio
+async def test_small_terminal_80x24():
+    app = make_app(str(need(SHOWCASE)))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        hexv = app.query_one(HexView)
+        assert hexv.size.height >= 3
+        assert hexv.bytes_per_line in (4, 8)
+        app.reveal(app.document.model.graph.initializers[0].where)
+        await settle(pilot)
+        assert app.query_one(StatsPanel).state == "done"
+
+
+@aio
+async def test_exit_after_first_screen_hook():
+    app = make_app(str(need(SHOWCASE)), exit_after_first_screen=True)
+    async with app.run_test(size=SIZE) as pilot:
+        for _ in range(50):
+            if not app.is_running:
+                break
+            await pilot.pause(0.05)
+    assert app.return_code == 0
+
+
+def test_run_viewer_missing_file(tmp_path, capsys):
+    rc = run_viewer(str(tmp_path / "nope\x1b[31m.onemodel"))
+    err = capsys.readouterr().err
+    assert rc == 1
+    assert "nope" in err and "\x1b" not in err
+    assert "Traceback" not in err
+
+
+def test_make_app_shares_document():
+    doc = omf.open(str(need(SHOWCASE)))
+    app = make_app(document=doc)
+    assert isinstance(app, OneModelApp) and app.document is doc
