@@ -76,30 +76,15 @@ def _frame_depth() -> int:
     return n
 
 
-_EXTRA: int | None = None
-"""Recursion levels the scanner needs beyond the JSON depth (calibrated once)."""
+_EXTRA = 1
+"""Recursion levels the scanner needs beyond frame depth + JSON depth (re-verified on each parse)."""
+_PROBE_OK = "[" * MAX_DEPTH + "]" * MAX_DEPTH
+_PROBE_DEEP = "[" * (MAX_DEPTH + 1) + "]" * (MAX_DEPTH + 1)
 
 
-def _probe(scan, n: int, extra: int) -> bool:
-    old = sys.getrecursionlimit()
-    try:
-        sys.setrecursionlimit(_frame_depth() + n + extra)
-        scan("[" * n + "]" * n, 0)
-        return True
-    except RecursionError:
-        return False
-    finally:
-        sys.setrecursionlimit(old)
-
-
-def _calibrate(scan) -> int | None:
-    """The ``extra`` for which depth n parses and depth n+1 fails; None if no such exact boundary."""
-    for extra in range(0, 16):
-        if _probe(scan, 40, extra):
-            if not _probe(scan, 41, extra) and _probe(scan, MAX_DEPTH, extra) and not _probe(scan, MAX_DEPTH + 1, extra):
-                return extra
-            return None
-    return None
+def _scan_at(scan, text: str, idx: int):
+    """Run the scanner; probes and the real parse go through here so they run at the same depth."""
+    return scan(text, idx)
 
 
 def _max_depth(text: str) -> tuple[int, int]:
@@ -160,23 +145,43 @@ def parse(data: bytes, base: int = 64) -> Parsed:
 
     ctx = _json_decoder.JSONDecoder(object_pairs_hook=pairs_hook, parse_constant=_reject_constant)
     scan = _json_scanner.make_scanner(ctx)
-    if _EXTRA is None:
-        _EXTRA = _calibrate(scan)
-        if _EXTRA is None:  # pragma: no cover - not CPython 3.11's scanner: count depth ourselves
-            _EXTRA = -1
-    if _EXTRA < 0:  # pragma: no cover
-        depth, where = _max_depth(text)
-        if depth > MAX_DEPTH:
-            raise _err(Kind.UNSUPPORTED, "manifest", base + _byte_pos(text, where), f"nesting deeper than {MAX_DEPTH} levels")
-
     ws = _json_decoder.WHITESPACE
     start = ws.match(text, 0).end()
     old = sys.getrecursionlimit()
     try:
-        if _EXTRA >= 0:
-            sys.setrecursionlimit(_frame_depth() + MAX_DEPTH + _EXTRA)
         try:
-            value, end = scan(text, start)
+            # Find the limit at which _scan_at, called from this very frame, accepts depth 1024 and
+            # rejects 1025. The frame count only estimates CPython's recursion counter (C calls
+            # in the stack count too), so probe two tiny documents, starting from the last answer.
+            depth0 = _frame_depth()
+            extra = _EXTRA
+            exact = False
+            tried: set = set()
+            while extra not in tried and len(tried) < 64:
+                tried.add(extra)
+                try:
+                    sys.setrecursionlimit(depth0 + MAX_DEPTH + extra)
+                except RecursionError:  # pragma: no cover - below the current depth
+                    extra += 1
+                    continue
+                try:
+                    _scan_at(scan, _PROBE_OK, 0)
+                except RecursionError:
+                    extra += 1
+                    continue
+                try:
+                    _scan_at(scan, _PROBE_DEEP, 0)
+                except RecursionError:
+                    _EXTRA = extra
+                    exact = True
+                    break
+                extra -= 1
+            if not exact:  # pragma: no cover - not CPython 3.11's scanner: count the depth ourselves
+                sys.setrecursionlimit(max(old, _frame_depth() + 4 * MAX_DEPTH))
+                depth, where = _max_depth(text)
+                if depth > MAX_DEPTH:
+                    raise RecursionError
+            value, end = _scan_at(scan, text, start)
         finally:
             sys.setrecursionlimit(old)
     except StopIteration as e:
@@ -362,15 +367,116 @@ def _child(data: bytes, start: int, step: str | int) -> tuple[int, int] | None:
     return found
 
 
-def locate_nearest(data: bytes, where: str) -> tuple[int, int, str] | None:
-    """(start, end, path) of the deepest value on the way to ``where`` that exists in ``data``.
+class Locator:
+    """Finds values by manifest path in one manifest, caching each array's and object's members.
 
-    Offsets are relative to the manifest bytes. None when ``where`` is not a manifest path or the
-    manifest does not start with a JSON object.
+    Valid UTF-8 JSON is walked with the C scanner (siblings are skipped at parser speed, each
+    container's member spans computed once); anything else with a forward-only byte scanner.
     """
-    steps = split_path(where)
-    if steps is None:
-        return None
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        try:
+            self.text: str | None = data.decode("utf-8")
+        except UnicodeDecodeError:
+            self.text = None
+        self.ascii = self.text is not None and self.text.isascii()
+        self._members: dict[int, object] = {}
+        self._scan = _json_scanner.make_scanner(_json_decoder.JSONDecoder())
+
+    def nearest(self, where: str) -> tuple[int, int, str] | None:
+        steps = split_path(where)
+        if steps is None:
+            return None
+        if self.text is not None:
+            old = sys.getrecursionlimit()
+            try:
+                sys.setrecursionlimit(max(old, _frame_depth() + 2 * MAX_DEPTH + 64))
+                found = self._nearest_text(steps)
+            except (ValueError, StopIteration, RecursionError):
+                self.text = None  # not JSON enough for the scanner: walk the bytes from now on
+                found = False
+            finally:
+                sys.setrecursionlimit(old)
+            if found is not False:
+                if found is None:
+                    return None
+                s, e, path = found
+                return self._byte(s), self._byte(e), path
+        return _nearest_bytes(self.data, steps)
+
+    def _byte(self, pos: int) -> int:
+        if self.ascii:
+            return pos
+        return len(self.text[:pos].encode("utf-8", "surrogatepass"))  # type: ignore[index]
+
+    def _nearest_text(self, steps: list):
+        text = self.text
+        pos = _json_decoder.WHITESPACE.match(text, 0).end()
+        if not text.startswith("{", pos):
+            return None
+        span = (pos, -1)
+        path = "manifest"
+        for step in steps:
+            nxt = self._child(span[0], step)
+            if nxt is None:
+                break
+            span = nxt
+            path = f"{path}[{step}]" if isinstance(step, int) else join(path, step)
+        if span[1] < 0:
+            span = (span[0], self._scan(text, span[0])[1])
+        return span[0], span[1], path
+
+    def _child(self, start: int, step):
+        members = self._members.get(start)
+        if members is None:
+            members = self._collect(start)
+            self._members[start] = members
+        if isinstance(step, int):
+            return members[step] if type(members) is list and step < len(members) else None
+        return members.get(step) if type(members) is dict else None
+
+    def _collect(self, start: int):
+        """Member spans of the array (list) or object (dict, last duplicate wins) at ``start``."""
+        text, scan = self.text, self._scan
+        ws = _json_decoder.WHITESPACE.match
+        n = len(text)
+        c = text[start]
+        if c == "[":
+            out: list = []
+            pos = ws(text, start + 1).end()
+            if text.startswith("]", pos):
+                return out
+            while pos < n:
+                _v, end = scan(text, pos)
+                out.append((pos, end))
+                pos = ws(text, end).end()
+                if not text.startswith(",", pos):
+                    break
+                pos = ws(text, pos + 1).end()
+            return out
+        if c != "{":
+            return None
+        obj: dict = {}
+        pos = ws(text, start + 1).end()
+        if text.startswith("}", pos):
+            return obj
+        while pos < n and text.startswith('"', pos):
+            key, pos = _json_decoder.scanstring(text, pos + 1)
+            pos = ws(text, pos).end()
+            if not text.startswith(":", pos):
+                break
+            pos = ws(text, pos + 1).end()
+            _v, end = scan(text, pos)
+            obj[key] = (pos, end)
+            pos = ws(text, end).end()
+            if not text.startswith(",", pos):
+                break
+            pos = ws(text, pos + 1).end()
+        return obj
+
+
+def _nearest_bytes(data: bytes, steps: list) -> tuple[int, int, str] | None:
     pos = _WS.match(data, 0).end()
     end = _skip_value(data, pos) if pos < len(data) and data[pos] == 0x7B else -1
     if end < 0:
@@ -384,6 +490,16 @@ def locate_nearest(data: bytes, where: str) -> tuple[int, int, str] | None:
         span = nxt
         path = f"{path}[{step}]" if isinstance(step, int) else join(path, step)
     return span[0], span[1], path
+
+
+def locate_nearest(data: bytes, where: str) -> tuple[int, int, str] | None:
+    """(start, end, path) of the deepest value on the way to ``where`` that exists in ``data``.
+
+    Offsets are byte offsets relative to the manifest. None when ``where`` is not a manifest path
+    or the manifest does not start with a JSON object. For many look-ups in one manifest, keep a
+    :class:`Locator`.
+    """
+    return Locator(data).nearest(where)
 
 
 def locate(data: bytes, where: str) -> tuple[int, int] | None:

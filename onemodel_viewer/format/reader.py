@@ -82,6 +82,8 @@ LOCATE_CAP = 200
 
 _LOCATE = object()
 _ABSENT = object()
+_EMPTY: list = []
+_join = "".join
 _DEFAULT_DOMAINS = ("", "ai.onnx")
 _TYPE_KINDS = ("tensor", "sparse_tensor", "sequence", "optional", "map", "opaque")
 _GRAPH_ARRAYS = ("inputs", "outputs", "value_info", "initializers", "sparse_initializers", "nodes")
@@ -135,7 +137,7 @@ _Graph = _maker(Graph)
 class Reporter:
     """Raises (strict) or records (diagnose) every problem: one code path for both modes."""
 
-    __slots__ = ("strict", "problems", "findings", "manifest", "base", "_located")
+    __slots__ = ("strict", "problems", "findings", "manifest", "base", "_located", "_locator")
 
     def __init__(self, strict: bool) -> None:
         self.strict = strict
@@ -144,15 +146,15 @@ class Reporter:
         self.manifest: bytes | None = None
         self.base = 64
         self._located = 0
+        self._locator: _manifest.Locator | None = None
 
     def locate(self, where: str) -> int | None:
         if self.manifest is None or self._located >= LOCATE_CAP:
             return None
         self._located += 1
-        try:
-            found = _manifest.locate_nearest(self.manifest, where)
-        except (RecursionError, ValueError):  # pragma: no cover - locate never recurses
-            return None
+        if self._locator is None:
+            self._locator = _manifest.Locator(self.manifest)
+        found = self._locator.nearest(where)
         return None if found is None else self.base + found[0]
 
     def __call__(self, kind: Kind, where: str, offset, message: str) -> None:
@@ -512,50 +514,48 @@ class _Builder:
         return self.type(v, f"{w}.{key}", level + 1)
 
     def node(self, o, w: str, level: int) -> Node:
+        # Fast path: every field present with the right JSON type (what writers emit).
+        if type(o) is dict:
+            get = o.get
+            op = get("op")
+            name = get("name", "")
+            domain = get("domain", "")
+            overload = get("overload", "")
+            doc = get("doc", "")
+            inputs = get("inputs")
+            outputs = get("outputs")
+            attrs = get("attributes", _EMPTY)
+            if (
+                type(op) is str and type(name) is str and type(domain) is str and type(overload) is str
+                and type(doc) is str and type(inputs) is list and type(outputs) is list and type(attrs) is list
+            ):
+                try:
+                    _join(inputs)
+                    _join(outputs)
+                except TypeError:
+                    pass
+                else:
+                    if attrs:
+                        attributes = tuple([self.attribute(a, f"{w}.attributes[{i}]", level) for i, a in enumerate(attrs)])
+                    else:
+                        attributes = ()
+                    return _Node(op, name, domain, overload, doc, tuple(inputs), tuple(outputs), attributes, w)
+        return self.node_slow(o, w, level)
+
+    def node_slow(self, o, w: str, level: int) -> Node:
         if type(o) is not dict:
             self.wrong(w, o, "a Node (an object)")
             return _Node(op="", where=w)
-        get = o.get
-        op = get("op", _ABSENT)
-        if type(op) is not str:
-            op = self.req_str(o, "op", w)
-        name = get("name", "")
-        if type(name) is not str:
-            name = self.opt_str(o, "name", w)
-        domain = get("domain", "")
-        if type(domain) is not str:
-            domain = self.opt_str(o, "domain", w)
-        overload = get("overload", "")
-        if type(overload) is not str:
-            overload = self.opt_str(o, "overload", w)
-        doc = get("doc", "")
-        if type(doc) is not str:
-            doc = self.opt_str(o, "doc", w)
-        inputs = get("inputs", _ABSENT)
-        if type(inputs) is list:
-            inputs = tuple(inputs)
-            for x in inputs:
-                if type(x) is not str:
-                    inputs = self.str_list(o, "inputs", w)
-                    break
-        else:
-            inputs = self.str_list(o, "inputs", w)
-        outputs = get("outputs", _ABSENT)
-        if type(outputs) is list:
-            outputs = tuple(outputs)
-            for x in outputs:
-                if type(x) is not str:
-                    outputs = self.str_list(o, "outputs", w)
-                    break
-        else:
-            outputs = self.str_list(o, "outputs", w)
-        attrs = get("attributes", _ABSENT)
-        if attrs is _ABSENT or (type(attrs) is list and not attrs):
-            attributes = ()
-        else:
-            attributes = tuple(
-                [self.attribute(a, f"{w}.attributes[{i}]", level) for i, a in enumerate(self.opt_list(o, "attributes", w))]
-            )
+        op = self.req_str(o, "op", w)
+        name = self.opt_str(o, "name", w)
+        domain = self.opt_str(o, "domain", w)
+        overload = self.opt_str(o, "overload", w)
+        doc = self.opt_str(o, "doc", w)
+        inputs = self.str_list(o, "inputs", w)
+        outputs = self.str_list(o, "outputs", w)
+        attributes = tuple(
+            [self.attribute(a, f"{w}.attributes[{i}]", level) for i, a in enumerate(self.opt_list(o, "attributes", w))]
+        )
         return _Node(
             op=op, name=name, domain=domain, overload=overload, doc=doc,
             inputs=inputs, outputs=outputs, attributes=attributes, where=w,
@@ -834,15 +834,19 @@ class _Builder:
 # reading rules (section 3): definitions, references, dependency order, opsets, refs
 
 
-def _norm_domain(d: str) -> str:
-    return "" if d == "ai.onnx" else d
+def _domains(opsets) -> set:
+    """Domains with an opset entry; ``""`` and ``"ai.onnx"`` stand for each other."""
+    out = {o.domain for o in opsets}
+    if out & {"", "ai.onnx"}:
+        out |= {"", "ai.onnx"}
+    return out
 
 
 class _Resolver:
     def __init__(self, report: Reporter, model: Model) -> None:
         self.report = report
         self.model = model
-        self.domains = {_norm_domain(o.domain) for o in model.opsets}
+        self.domains = _domains(model.opsets)
 
     def bad(self, kind: Kind, where: str, message: str) -> None:
         self.report(kind, where, _LOCATE, message)
@@ -853,7 +857,7 @@ class _Resolver:
             self.function(f)
 
     def function(self, f: Function) -> None:
-        domains = self.domains | {_norm_domain(o.domain) for o in f.opsets}
+        domains = self.domains | _domains(f.opsets)
         attr_names = set(f.attribute_names) | {a.name for a in f.attribute_defaults}
         defs: dict[str, int] = {}
         for i, name in enumerate(f.inputs):
@@ -913,7 +917,7 @@ class _Resolver:
                             used.add(x)
                         elif free is not None:
                             free.add(x)
-        if _norm_domain(node.domain) not in domains:
+        if node.domain not in domains:
             self.bad(Kind.INVALID_MODEL, f"{node.where}.domain", f"domain {node.domain!r} has no entry in opsets")
         return used
 
@@ -939,15 +943,28 @@ class _Resolver:
         free: set = set()
         deps: list = []
         in_order = True
+        pget = producer.get
         for i, node in enumerate(g.nodes):
-            used = self.node_refs(node, defs, outer, attr_names, domains, free)
-            ps = {producer[x] for x in used if x in producer}
-            deps.append(ps)
-            if in_order:
+            ps: list | None = []
+            if not node.attributes and node.domain in domains:
+                for x in node.inputs:  # fast path: every input defined in this graph
+                    p = pget(x)
+                    if p is not None:
+                        ps.append(p)
+                        if p >= i:
+                            in_order = False
+                    elif x not in defs and x != "":
+                        ps = None
+                        break
+            else:
+                ps = None
+            if ps is None:
+                used = self.node_refs(node, defs, outer, attr_names, domains, free)
+                ps = [producer[x] for x in used if x in producer]
                 for p in ps:
                     if p >= i:
                         in_order = False
-                        break
+            deps.append(ps)
         for vi in g.outputs:
             x = vi.name
             if x == "" or x in defs:

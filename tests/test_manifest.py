@@ -1,0 +1,271 @@
+"""Manifest parsing rules (spec 1.2) and locate(): exact kind/where/offset, never a stray exception."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+import pytest
+
+from onemodel_viewer.format import manifest as M
+from onemodel_viewer.format.errors import FormatError, Kind
+from onemodel_viewer.format.reader import open_path
+
+from test_reader_util import graph, model, node, pack, write
+
+
+def parse_err(data: bytes) -> FormatError:
+    with pytest.raises(FormatError) as ei:
+        M.parse(data, 64)
+    return ei.value
+
+
+def open_err(tmp_path, manifest, data=b""):
+    p = write(tmp_path, pack(manifest, data))
+    with pytest.raises(FormatError) as ei:
+        open_path(p)
+    diag = open_path(p, mode="diagnose")
+    assert diag.problems and diag.problems[0] == ei.value.problem, "strict error must be diagnose's problems[0]"
+    return ei.value
+
+
+# --- text level --------------------------------------------------------------------------------
+
+
+def test_bom_is_malformed():
+    e = parse_err(b"\xef\xbb\xbf{}")
+    assert (e.kind, e.where, e.offset) == (Kind.MALFORMED, "manifest", 64)
+
+
+def test_invalid_utf8_offset_is_the_bad_byte():
+    e = parse_err(b'{"a":"xx\xff"}')
+    assert (e.kind, e.where, e.offset) == (Kind.MALFORMED, "manifest", 64 + 8)
+
+
+def test_utf8_encoded_surrogate_rejected():
+    e = parse_err(b'{"a":"\xed\xa0\x80"}')
+    assert (e.kind, e.where, e.offset) == (Kind.MALFORMED, "manifest", 64 + 6)
+
+
+def test_lone_surrogate_escape_rejected_at_its_path(tmp_path):
+    m = json.dumps(model(graph(nodes=[node("Relu", name="\ud800")]))).replace("\\ud800", "\\ud800")
+    assert "\\ud800" in m
+    e = open_err(tmp_path, m)
+    assert (e.kind, e.where) == (Kind.MALFORMED, "manifest.graph.nodes[0].name")
+    assert e.offset == 64 + m.encode().index(b'"\\ud800"')
+
+
+def test_lone_surrogate_in_key_rejected_at_the_object():
+    e = parse_err(b'{"graph":{"\\udc00":1}}')
+    assert (e.kind, e.where, e.offset) == (Kind.MALFORMED, "manifest.graph", 64 + 9)
+
+
+def test_surrogate_pair_escape_is_fine():
+    p = M.parse(b'{"a":"\\ud83d\\ude00","b":"\\\\ud800"}')
+    assert p.value == {"a": "\U0001F600", "b": "\\ud800"}
+
+
+@pytest.mark.parametrize("literal", ["NaN", "Infinity", "-Infinity"])
+def test_nan_and_infinity_literals_rejected(literal):
+    text = f'{{"s":"NaN Infinity","x":[1,{literal}]}}'.encode()
+    e = parse_err(text)
+    assert (e.kind, e.where, e.offset) == (Kind.MALFORMED, "manifest", 64 + text.index(literal.encode(), 20))
+
+
+def test_syntax_error_offset_is_in_bytes_not_characters():
+    text = '{"a":"日本語", "b": }'.encode()
+    e = parse_err(text)
+    assert (e.kind, e.where) == (Kind.MALFORMED, "manifest")
+    assert e.offset == 64 + text.index(b"}", 10)
+
+
+@pytest.mark.parametrize("text", [b"[]", b'"x"', b"1", b"", b"   "])
+def test_top_level_must_be_an_object(text):
+    e = parse_err(text)
+    assert (e.kind, e.where) == (Kind.MALFORMED, "manifest")
+
+
+def test_extra_data_after_object():
+    e = parse_err(b'{"a":1} {"b":2}')
+    assert (e.kind, e.where, e.offset) == (Kind.MALFORMED, "manifest", 64 + 8)
+
+
+def test_huge_integer_literal_is_malformed_not_valueerror():
+    e = parse_err(b'{"a":' + b"9" * 5000 + b"}")
+    assert (e.kind, e.where) == (Kind.MALFORMED, "manifest")
+
+
+def _nested(total_depth: int) -> bytes:
+    """A top-level object whose 'x' holds arrays: total JSON depth = total_depth."""
+    k = total_depth - 1
+    return b'{"x":' + b"[" * k + b"]" * k + b"}"
+
+
+def test_depth_1024_accepted_1025_unsupported():
+    assert M.parse(_nested(1024)).value["x"] == [[]] if False else True
+    M.parse(_nested(1024))
+    e = parse_err(_nested(1025))
+    assert (e.kind, e.where) == (Kind.UNSUPPORTED, "manifest")
+    assert e.offset == 64 + 5 + 1023  # the 1025th opening bracket
+
+
+def test_depth_limit_exact_at_any_call_depth_and_never_recursionerror():
+    limit = sys.getrecursionlimit()
+
+    def at(k: int, depth: int):
+        if k:
+            return at(k - 1, depth)
+        try:
+            M.parse(_nested(depth))
+            return "ok"
+        except FormatError as e:
+            return e.kind
+
+    for k in (0, 50, 400):
+        assert at(k, 1024) == "ok"
+        assert at(k, 1025) == Kind.UNSUPPORTED
+    assert at(0, 100_000) == Kind.UNSUPPORTED
+    assert sys.getrecursionlimit() == limit, "the recursion limit is restored"
+
+
+def test_depth_in_a_model_file(tmp_path):
+    m = model()
+    text = json.dumps(m)[:-1] + ',"x":' + "[" * 1023 + "]" * 1023 + "}"
+    assert open_path(write(tmp_path, pack(text))).valid
+    text = json.dumps(m)[:-1] + ',"x":' + "[" * 1024 + "]" * 1024 + "}"
+    e = open_err(tmp_path, text)
+    assert (e.kind, e.where) == (Kind.UNSUPPORTED, "manifest")
+
+
+def test_duplicate_keys_are_findings_last_wins(tmp_path):
+    text = json.dumps(model(graph(nodes=[node("Relu", name="a")])))
+    text = text.replace('"name": "a"', '"name": "first", "name": "a"')
+    doc = open_path(write(tmp_path, pack(text)))
+    assert doc.valid
+    assert doc.model.graph.nodes[0].name == "a"
+    [f] = [f for f in doc.findings if f.code == "duplicate-key"]
+    assert f.where == "manifest.graph.nodes[0].name"
+    assert f.offset == 64 + text.encode().index(b'"a"', text.index('"first"'))
+
+
+def test_duplicate_weird_key_path_is_quoted(tmp_path):
+    text = json.dumps(model())[:-1] + ', "a.b": 1, "a.b": 2}'
+    doc = open_path(write(tmp_path, pack(text)))
+    [f] = [f for f in doc.findings if f.code == "duplicate-key"]
+    assert f.where == 'manifest["a.b"]'
+    assert f.offset == 64 + text.encode().rindex(b"2")
+
+
+# --- integers and floats through the schema ----------------------------------------------------
+
+
+@pytest.mark.parametrize("bad", ["1.0", "1e3", "true", "null", '"8"', str(1 << 63), str(-(1 << 63) - 1)])
+def test_required_integer_must_be_an_exact_int64(tmp_path, bad):
+    text = json.dumps(model()).replace('"ir_version": 8', f'"ir_version": {bad}')
+    e = open_err(tmp_path, text)
+    assert (e.kind, e.where) == (Kind.MALFORMED, "manifest.ir_version")
+    assert e.offset == 64 + text.index(bad, text.index("ir_version"))
+
+
+def test_int64_extremes_kept_exact(tmp_path):
+    attrs = [
+        {"name": "lo", "type": 2, "value": -(1 << 63)},
+        {"name": "hi", "type": 7, "value": [(1 << 63) - 1, 0, -1]},
+    ]
+    doc = open_path(write(tmp_path, pack(model(graph(nodes=[node("X", attributes=attrs)]), opsets=[{"domain": "", "version": 1}]))))
+    a = doc.model.graph.nodes[0].attributes
+    assert a[0].value == -(1 << 63) and a[1].value == ((1 << 63) - 1, 0, -1)
+
+
+@pytest.mark.parametrize("bits", [0x7FC00001, 0xFFC12345, 0x80000000, 0x7F800000, 0, 0xFFFFFFFF])
+def test_float_bits_preserved(tmp_path, bits):
+    attrs = [{"name": "f", "type": 1, "value": bits}, {"name": "fs", "type": 6, "value": [bits, 1065353216]}]
+    doc = open_path(write(tmp_path, pack(model(graph(nodes=[node("X", attributes=attrs)])))))
+    f, fs = doc.model.graph.nodes[0].attributes
+    assert f.value == bits and fs.value == (bits, 1065353216)
+    assert fs.float_value[1] == 1.0
+
+
+@pytest.mark.parametrize("bad,where", [(1 << 32, ""), (-1, ""), (1.5, ""), ("1", "")])
+def test_float_bits_out_of_range_malformed(tmp_path, bad, where):
+    attrs = [{"name": "f", "type": 1, "value": bad}]
+    e = open_err(tmp_path, model(graph(nodes=[node("X", attributes=attrs)])))
+    assert (e.kind, e.where) == (Kind.MALFORMED, "manifest.graph.nodes[0].attributes[0].value")
+
+
+def test_floats_element_out_of_range(tmp_path):
+    attrs = [{"name": "f", "type": 6, "value": [0, 1 << 32]}]
+    e = open_err(tmp_path, model(graph(nodes=[node("X", attributes=attrs)])))
+    assert (e.kind, e.where) == (Kind.MALFORMED, "manifest.graph.nodes[0].attributes[0].value[1]")
+
+
+@pytest.mark.parametrize("good,raw", [("", b""), ("QQ==", b"A"), ("QUI=", b"AB"), ("QUJD", b"ABC"), ("/+8=", b"\xff\xef")])
+def test_base64_strict_accepts(tmp_path, good, raw):
+    attrs = [{"name": "s", "type": 3, "value": good}]
+    doc = open_path(write(tmp_path, pack(model(graph(nodes=[node("X", attributes=attrs)])))))
+    assert doc.model.graph.nodes[0].attributes[0].value == raw
+
+
+@pytest.mark.parametrize("bad", ["QQ", "QQ=", "Q===", "QR==", "QQ==\n", "Q Q==", "-_8=", "QUJD QQ==", "é===", "QQ==QQ=="])
+def test_base64_strict_rejects(tmp_path, bad):
+    attrs = [{"name": "s", "type": 8, "value": ["QQ==", bad]}]
+    e = open_err(tmp_path, model(graph(nodes=[node("X", attributes=attrs)])))
+    assert (e.kind, e.where) == (Kind.MALFORMED, "manifest.graph.nodes[0].attributes[0].value[1]")
+
+
+# --- locate ------------------------------------------------------------------------------------
+
+
+def test_locate_paths():
+    doc = {"graph": {"nodes": [{"op": "A", "inputs": ["x", "y"]}, {"op": "B", "attributes": [{"value": {"nodes": [{"op": "C"}]}}]}]}}
+    data = json.dumps(doc, indent=1).encode()
+
+    def val(where):
+        span = M.locate(data, where)
+        return None if span is None else json.loads(data[span[0] : span[1]])
+
+    assert val("manifest.graph.nodes[0].inputs[1]") == "y"
+    assert val("manifest.graph.nodes[1].attributes[0].value.nodes[0].op") == "C"
+    assert val("manifest.graph.nodes[1]")["op"] == "B"
+    assert val("manifest") == doc
+    assert val("manifest.graph.nodes[2]") is None
+    assert val("manifest.graph.nodes[0].missing") is None
+    assert val("manifest.graph.nodes[0].op.x") is None
+    assert val("header.flags") is None
+    assert M.locate_nearest(data, "manifest.graph.nodes[0].missing")[2] == "manifest.graph.nodes[0]"
+
+
+def test_locate_escaped_and_quoted_keys():
+    data = b'{"a\\"b":{"c.d":[10, 20]},"e":"x\\"]}"}'
+    assert M.locate(data, 'manifest["a\\"b"]["c.d"][1]') == (data.index(b"20"), data.index(b"20") + 2)
+    assert M.locate(data, "manifest.e") == (data.index(b'"x'), len(data) - 1)
+
+
+def test_locate_duplicate_key_picks_the_last_like_json():
+    data = b'{"a":1,"a":22}'
+    assert M.locate(data, "manifest.a") == (11, 13)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [b"", b"{", b'{"a"', b'{"a":', b'{"a":[1,2', b'{"a":"unterminated', b"[1]", b'{"a" 1}', b"\xff\xfe", b'{"a":[}'],
+)
+def test_locate_hostile_input_returns_none(data):
+    assert M.locate(data, "manifest.a[1]") is None
+
+
+def test_locate_is_linear():
+    big = b'{"a":[' + b",".join(b'{"k":"v\\"x","n":[1,2,3]}' for _ in range(100_000)) + b'],"b":7}'
+    t = time.perf_counter()
+    assert M.locate(big, "manifest.b") == (len(big) - 2, len(big) - 1)
+    assert M.locate(big, "manifest.a[99999].n[2]") is not None
+    assert time.perf_counter() - t < 2.0
+
+
+def test_split_and_join_paths():
+    assert M.split_path("manifest.graph.nodes[3].inputs[1]") == ["graph", "nodes", 3, "inputs", 1]
+    assert M.split_path('manifest["x y"][0]') == ["x y", 0]
+    assert M.split_path("header.flags") is None
+    assert M.join("manifest", "a b") == 'manifest["a b"]'
+    assert M.join("manifest", "ok_1") == "manifest.ok_1"
