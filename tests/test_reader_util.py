@@ -24,10 +24,13 @@ def manifest_bytes(manifest) -> bytes:
     return json.dumps(manifest, separators=(",", ":")).encode("utf-8")
 
 
-def pack(manifest, data: bytes = b"", *, data_offset: int | None = None, **header_overrides) -> bytes:
-    """A OneModel file: header, manifest (dict/str/bytes), zero padding, ``data`` as the data region."""
+def pack(manifest, data: bytes = b"", *, layout_offset: int | None = None, **header_overrides) -> bytes:
+    """A OneModel file: header, manifest (dict/str/bytes), zero padding, ``data`` as the data region.
+
+    ``layout_offset`` places the data region; ``header_overrides`` only patch header fields.
+    """
     m = manifest_bytes(manifest)
-    do = align(64 + len(m)) if data_offset is None else data_offset
+    do = align(64 + len(m)) if layout_offset is None else layout_offset
     fields = {
         "magic": b"ONEMODEL",
         "version": 1,
