@@ -35,11 +35,7 @@ from .bytemap import ByteMap
 from .describe import Describer
 from .detail_pane import DetailPane
 from .entries import Entry, EntryFactory, Facts
-from .help_screen import HelpScreen
 from .hex_view import HexView
-from .layout_screen import LayoutScreen
-from .problems_screen import ProblemsScreen
-from .prompt import Prompt, parse_offset
 from .safe import human_size, safe_str, safe_text
 from .stats_panel import StatsPanel
 from .structure_tree import StructureTree
@@ -354,12 +350,16 @@ class OneModelApp(App[int]):
         self.query_one(HexView).focus()
 
     def action_help(self) -> None:
+        from .help_screen import HelpScreen
+
         self.push_screen(HelpScreen())
 
     def action_toggle_theme(self) -> None:
         self.theme = "textual-light" if self.current_theme.dark else "textual-dark"
 
     def action_goto(self) -> None:
+        from .prompt import Prompt, parse_offset
+
         hexv = self.query_one(HexView)
 
         def done(text: str | None) -> None:
@@ -376,6 +376,8 @@ class OneModelApp(App[int]):
                                 hint=f"file size {hexv.file_size:,} (0x{hexv.file_size:x})"), done)
 
     def action_search(self) -> None:
+        from .prompt import Prompt
+
         def done(text: str | None) -> None:
             if text:
                 self.search(text)
@@ -429,6 +431,8 @@ class OneModelApp(App[int]):
             if rec is not None:
                 self.jump_to_problem(rec)
 
+        from .problems_screen import ProblemsScreen
+
         self.push_screen(ProblemsScreen(list(doc.problems), list(doc.findings)), done)
 
     def jump_to_problem(self, rec: Any) -> None:
@@ -448,6 +452,8 @@ class OneModelApp(App[int]):
         def done(span: Any) -> None:
             if span is not None:
                 self.query_one(HexView).goto(span[0], span[1])
+
+        from .layout_screen import LayoutScreen
 
         self.push_screen(LayoutScreen(self.bytemap, self._hex_storage), done)
 
@@ -497,7 +503,20 @@ def make_app(path: str | None = None, *, document: Document | None = None,
         document = _open(path)
     if exit_after_first_screen is None:
         exit_after_first_screen = os.environ.get(EXIT_ENV, "") not in ("", "0")
+    if exit_after_first_screen:
+        _freeze_gc()
     return OneModelApp(document, path, exit_after_first_screen=exit_after_first_screen)
+
+
+def _freeze_gc() -> None:
+    """Move the loaded model out of the cyclic GC's sight.
+
+    A big model is hundreds of thousands of long-lived objects; every full collection
+    triggered while Textual builds the screen would walk them all again.
+    """
+    import gc
+
+    gc.freeze()
 
 
 def _unopenable(doc: Document) -> bool:
@@ -518,6 +537,7 @@ def run_viewer(path: str) -> int:
         p = next(p for p in doc.problems if p.kind == Kind.IO)
         print(f"onemodel-view: {safe_str(path, 200)}: {safe_str(p.message, 400)}", file=sys.stderr)
         return 1
+    _freeze_gc()
     app = make_app(path, document=doc)
     rc = app.run()
     return int(rc or 0)

@@ -113,9 +113,20 @@ class StatsPanel(Vertical):
         """``idle``, ``running``, ``done``, ``cancelled``, ``error``, ``unavailable``."""
 
     def compose(self) -> ComposeResult:
+        # the histogram and the progress bar are mounted on first use (keeps the first screen light)
         yield Static(Text("select a tensor; s computes statistics", style="dim"), id="stats-summary")
-        yield Sparkline([], id="stats-hist", classes="hidden")
-        yield ProgressBar(total=100, show_eta=False, id="stats-progress", classes="hidden")
+
+    def _part(self, kind: type) -> Any:
+        """The Sparkline or ProgressBar child, mounted the first time it is needed."""
+        found = self.query(kind)
+        if found:
+            return found.first()
+        if kind is Sparkline:
+            w = Sparkline([], id="stats-hist", classes="hidden")
+        else:
+            w = ProgressBar(total=100, show_eta=False, id="stats-progress", classes="hidden")
+        self.mount(w)
+        return w
 
     # ------------------------------------------------------------------ API
     def cached(self, t: Tensor) -> Any:
@@ -133,12 +144,12 @@ class StatsPanel(Vertical):
             self.cancel()
         self._tensor = t
         summary = self.query_one("#stats-summary", Static)
-        hist = self.query_one("#stats-hist", Sparkline)
         if t is None:
             self.state = "idle"
             summary.update(Text("select a tensor; s computes statistics", style="dim"))
-            hist.add_class("hidden")
+            self.query(Sparkline).add_class("hidden")
             return
+        hist = self._part(Sparkline)
         hit = self.cached(t)
         if hit is not None:
             self._render_stats(t, hit)
@@ -166,8 +177,8 @@ class StatsPanel(Vertical):
         self.query_one("#stats-summary", Static).update(
             Text.assemble(("computing statistics of ", "dim"), safe_text(t.name or "(unnamed)", limit=60), ("… (c cancels)", "dim"))
         )
-        self.query_one("#stats-hist", Sparkline).add_class("hidden")
-        bar = self.query_one("#stats-progress", ProgressBar)
+        self._part(Sparkline).add_class("hidden")
+        bar = self._part(ProgressBar)
         bar.update(total=100, progress=0)
         bar.set_class(t.is_string or t.length < PROGRESS_MIN, "hidden")
         self._compute(t, ev)
@@ -212,7 +223,7 @@ class StatsPanel(Vertical):
 
     def _progress(self, t: Tensor, pct: int) -> None:
         if t is self._tensor:
-            self.query_one("#stats-progress", ProgressBar).update(progress=pct)
+            self._part(ProgressBar).update(progress=pct)
 
     def _finish(self, t: Tensor, s: Any, error: str | None, cancelled: bool) -> None:
         if s is not None and not cancelled:
@@ -220,7 +231,7 @@ class StatsPanel(Vertical):
         self.post_message(self.Finished(t, s, error, cancelled))
         if t is not self._tensor:
             return
-        self.query_one("#stats-progress", ProgressBar).add_class("hidden")
+        self._part(ProgressBar).add_class("hidden")
         summary = self.query_one("#stats-summary", Static)
         if cancelled:
             self.state = "cancelled"
@@ -235,7 +246,7 @@ class StatsPanel(Vertical):
     def _render_stats(self, t: Tensor, s: Any) -> None:
         self.state = "done"
         self.query_one("#stats-summary", Static).update(stats_text(t, s))
-        hist = self.query_one("#stats-hist", Sparkline)
+        hist = self._part(Sparkline)
         data = list(getattr(s, "histogram", ()) or ())
         if data and any(data):
             hist.data = [float(x) for x in data]
