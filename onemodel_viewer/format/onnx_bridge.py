@@ -526,6 +526,11 @@ class _Exporter:
         self.external = external or {}
 
     def tensor(self, t: Tensor, tp) -> None:
+        if self.tensor_meta(t, tp):
+            tp.raw_data = t.storage.read(t.file_offset, t.length) if (t.length and t.storage is not None) else b""
+
+    def tensor_meta(self, t: Tensor, tp) -> bool:
+        """Every field but raw_data; True when raw_data is still to be set."""
         tp.name = t.name
         tp.data_type = t.dtype
         tp.dims.extend(t.dims)
@@ -533,7 +538,7 @@ class _Exporter:
             tp.doc_string = t.doc
         if t.dtype == STRING:
             tp.string_data.extend(t.strings or ())
-            return
+            return False
         ext = self.external.get(id(t))
         if ext is not None:
             loc, off, ln = ext
@@ -541,8 +546,8 @@ class _Exporter:
             for k, v in (("location", loc), ("offset", str(off)), ("length", str(ln))):
                 e = tp.external_data.add()
                 e.key, e.value = k, v
-            return
-        tp.raw_data = t.storage.read(t.file_offset, t.length) if (t.length and t.storage is not None) else b""
+            return False
+        return True
 
     def sparse(self, s: SparseTensor, sp) -> None:
         self.tensor(s.values, sp.values)
@@ -744,14 +749,12 @@ def export_onnx(model: Model, path: str | os.PathLike, *, sources: Iterable[str]
     data_path = dst + ".data"
     writer._refuse_sources(dst, srcs)
     if not external:
-        mp = model_to_proto(model)
+        fds = writer._SourceFds()
         try:
-            blob = mp.SerializeToString()
-        except Exception as e:  # protobuf refuses messages over 2 GiB
-            raise FormatError(Kind.UNSUPPORTED, "onnx", None, f"cannot serialize the ONNX model: {e}") from e
-        del mp
-        with writer.atomic_output(dst) as f:
-            writer._write_all(f, blob)
+            with writer.atomic_output(dst) as f:
+                _stream_inline(model, f, fds)
+        finally:
+            fds.close()
         return
     writer._refuse_sources(data_path, srcs)
     location = os.path.basename(data_path)
@@ -791,3 +794,43 @@ def export_onnx(model: Model, path: str | os.PathLike, *, sources: Iterable[str]
                 raise
     finally:
         fds.close()
+
+
+def _stream_inline(model: Model, f, fds) -> None:
+    """Serialize ``model`` as one ModelProto, streaming graph initializers' raw_data from storage.
+
+    Protobuf allows a message's fields in any order, so the graph is written as
+    its fields without initializers followed by one ``initializer`` field per
+    tensor, whose ``raw_data`` (TensorProto field 9) is copied in chunks: memory
+    stays bounded by the rest of the model, not by the weights.
+    """
+    import onnx
+    from dataclasses import replace
+
+    from . import writer
+
+    bare = replace(model, graph=replace(model.graph, initializers=()))
+    mp = model_to_proto(bare)
+    graph_bytes = mp.graph.SerializeToString()
+    mp.ClearField("graph")
+    head = mp.SerializeToString()
+    exp = _Exporter(None)
+    parts = []
+    graph_len = len(graph_bytes)
+    for t in model.graph.initializers:
+        tp = onnx.TensorProto()
+        raw = exp.tensor_meta(t, tp)
+        meta = tp.SerializeToString()
+        n = t.length if raw else 0
+        raw_head = b"\x4a" + _varint_bytes(n) if raw else b""  # field 9 (raw_data), length-delimited
+        body = len(meta) + len(raw_head) + n
+        parts.append((meta, raw_head, t, n, body))
+        graph_len += 1 + len(_varint_bytes(body)) + body
+    if len(head) + graph_len + 16 > (1 << 31) - 1:
+        raise FormatError(Kind.UNSUPPORTED, "onnx", None, "the model is over 2 GiB: export it with external data")
+    writer._write_all(f, head + b"\x3a" + _varint_bytes(graph_len))  # ModelProto field 7 (graph)
+    writer._write_all(f, graph_bytes)
+    for meta, raw_head, t, n, body in parts:
+        writer._write_all(f, b"\x2a" + _varint_bytes(body) + meta + raw_head)  # GraphProto field 5 (initializer)
+        if n:
+            writer.copy_storage_range(f, t.storage, t.file_offset, n, fds)
