@@ -317,3 +317,9 @@ def test_encode_manifest_is_fast_on_a_2mb_manifest():
     elapsed = time.perf_counter() - t0
     assert len(raw) > 2_000_000
     assert elapsed < 0.5, f"{elapsed * 1000:.0f} ms for {len(raw)} bytes"
+
+
+def test_ir_version_below_3_is_refused():
+    with pytest.raises(FormatError) as e:
+        writer.plan(Model(2, Graph()))
+    assert (e.value.kind, e.value.where) == (Kind.INVALID_MODEL, "manifest.ir_version")

@@ -144,3 +144,15 @@ def test_every_valid_onemodel_parses():
             blob = f.read()
         magic, *_ = HEADER.unpack_from(blob)
         assert magic == b"ONEMODEL"
+
+
+@pytest.mark.parametrize("name", WRITTEN)
+def test_written_testdata_is_canonical_for_the_reader(name):
+    """What the reader reads back re-encodes to the very manifest bytes the writer wrote."""
+    from onemodel_viewer import format as omf
+    from onemodel_viewer.format import writer
+
+    doc = omf.open(os.path.join(VALID, name + ".onemodel"))
+    mo, ml = doc.manifest_span
+    assert writer.encode_manifest(doc.model) == doc.storage.read(mo, ml)
+    doc.close()

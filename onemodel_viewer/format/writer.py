@@ -190,6 +190,8 @@ def plan(model: Model) -> Model:
     become manifest paths. Raises :class:`FormatError` for a tensor that cannot
     be written (unknown dtype, bytes not matching dims, over 2^31-1 bytes).
     """
+    if not isinstance(model.ir_version, int) or model.ir_version < 3:
+        raise FormatError(Kind.INVALID_MODEL, "manifest.ir_version", None, f"ir_version {model.ir_version} is below 3")
     cursor = 0
 
     def place(t: Tensor, where: str) -> Tensor:
