@@ -42,6 +42,7 @@ Semantics (pinned by ``tests/test_stats.py``):
 
 from __future__ import annotations
 
+import functools
 import math
 import threading
 from collections import deque
@@ -61,6 +62,8 @@ BINS = 32
 """Histogram bins."""
 FIRST = 16
 """How many leading values (or strings) are kept formatted."""
+SMALL = 16384
+"""Types of 16 bits or less with at most this many elements are decoded whole instead of counted."""
 BLOCK_BYTES = 1 << 20
 """Work unit inside a chunk: several numpy passes over one block hit the cache, not RAM."""
 PREVIEW_BYTES = 256
@@ -359,6 +362,8 @@ def compute_stats(
     if info is None:
         raise FormatError(Kind.UNSUPPORTED, tensor.where + ".dtype", None, f"unknown dtype {tensor.dtype}")
     count = tensor.count
+    if cancel is not None and cancel.is_set():
+        raise Cancelled()
     if tensor.is_string:
         return _string_stats(tensor, count, cancel, progress)
     expected = info.byte_length(count)
@@ -376,7 +381,16 @@ def compute_stats(
     first = _first_values(raw, info, count)
     if count == 0:
         return TensorStats(count, info.code, None, None, None, None, 0, 0, 0, 0, 0, (), None, first)
-    chunks = _chunks(info, count, raw.size, chunk_bytes)
+    unit = chunk_bytes
+    if threads > 1 and raw.size < 4 * threads * chunk_bytes:
+        # a tensor of a few chunks: finer work units so every thread gets some
+        unit = min(chunk_bytes, max(BLOCK_BYTES, -(-raw.size // (4 * threads))))
+    chunks = _chunks(info, count, raw.size, unit)
+    if info.bits <= 16 and count <= SMALL and raw.size <= chunk_bytes:
+        stats = _small_stats(raw, info, count, first)
+        if progress is not None:
+            progress(raw.size, raw.size)
+        return stats
     if info.bits <= 16:
         return _pattern_stats(tensor, raw, info, count, chunks, first, cancel, progress, threads)
     return _two_pass_stats(tensor, raw, info, count, chunks, first, cancel, progress, threads)
@@ -429,8 +443,9 @@ def _preview(s: bytes) -> str:
 # ---------------------------------------------------------------------------- <= 16 bits: pattern counts
 
 
+@functools.cache
 def _pattern_values(info: DType) -> "np.ndarray":
-    """float64 value of every bit pattern of the type (index = pattern)."""
+    """float64 value of every bit pattern of the type (index = pattern); read-only, cached."""
     import numpy as np
 
     n = 1 << info.bits
@@ -438,7 +453,9 @@ def _pattern_values(info: DType) -> "np.ndarray":
         return (np.arange(n) != 0).astype(np.float64)
     codes = np.arange(n, dtype=np.uint16 if info.bits == 16 else np.uint8)
     with np.errstate(all="ignore"):
-        return codes.view(info.numpy).astype(np.float64)
+        vals = codes.view(info.numpy).astype(np.float64)
+    vals.setflags(write=False)
+    return vals
 
 
 def _pattern_stats(tensor, raw, info: DType, count, chunks, first, cancel, progress, threads) -> TensorStats:
@@ -488,13 +505,31 @@ def _pattern_stats(tensor, raw, info: DType, count, chunks, first, cancel, progr
 def _from_counts(info: DType, count: int, counts: "np.ndarray", first) -> TensorStats:
     import numpy as np
 
-    vals = _pattern_values(info)
-    present = counts > 0
+    present = np.flatnonzero(counts)  # only the patterns that occur (a handful for small tensors)
+    return _from_values(info, count, _pattern_values(info)[present], counts[present], first)
+
+
+def _small_stats(raw: "np.ndarray", info: DType, count: int, first) -> TensorStats:
+    """Few elements: decode them all (cheaper than counting 65,536 patterns); same arithmetic."""
+    import numpy as np
+
+    if info.code == 9:
+        vals = (raw[:count] != 0).astype(np.float64)
+    else:
+        with np.errstate(all="ignore"):
+            vals = decode(raw, info, count).astype(np.float64)
+    return _from_values(info, count, vals, np.ones(vals.size, dtype=np.int64), first)
+
+
+def _from_values(info: DType, count: int, vals: "np.ndarray", counts: "np.ndarray", first) -> TensorStats:
+    """Statistics of a multiset: ``counts[i]`` occurrences of ``vals[i]`` (float64)."""
+    import numpy as np
+
     nan = int(counts[np.isnan(vals)].sum())
     posinf = int(counts[vals == np.inf].sum())
     neginf = int(counts[vals == -np.inf].sum())
     zeros = int(counts[vals == 0].sum())
-    fin = np.isfinite(vals) & present
+    fin = np.isfinite(vals)
     finite = int(counts[fin].sum())
     if finite == 0:
         return TensorStats(count, info.code, None, None, None, None, nan, posinf, neginf, zeros, 0, (), None, first)

@@ -1,0 +1,29 @@
+"""Baseline for the first-screen figure: the smallest Textual app with a lazy Tree.
+
+Exits after its first complete screen, by the same mechanism as the viewer's
+``ONEMODEL_VIEW_EXIT_AFTER_FIRST_SCREEN`` hook (two ``call_after_refresh`` hops).
+"""
+
+from __future__ import annotations
+
+from textual.app import App, ComposeResult
+from textual.widgets import Footer, Tree
+
+
+class MinimalTreeApp(App):
+    def compose(self) -> ComposeResult:
+        tree: Tree[None] = Tree("model")
+        graph = tree.root.add("graph", expand=True)
+        for label in ("inputs (2)", "outputs (1)", "initializers (2,450)", "nodes (8,700)"):
+            graph.add(label, allow_expand=True)
+        tree.root.expand()
+        yield tree
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one(Tree).focus()
+        self.call_after_refresh(lambda: self.call_after_refresh(self.exit, 0))
+
+
+if __name__ == "__main__":
+    MinimalTreeApp().run()

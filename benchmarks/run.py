@@ -1,0 +1,535 @@
+"""The benchmark suite: ``python -m benchmarks [--size 4G] [--repeat 3] [--markdown PATH]``.
+
+Every figure is measured ``--repeat`` times (whole-process figures at least 5) and the
+median is reported, next to a baseline measured the same way in the same run, on a warm
+page cache. Peak RSS of a child process comes from ``os.wait4`` (``ru_maxrss``: every page
+the process touched, file-backed mapped pages included); "anon" is the peak of
+``RssAnon`` sampled from ``/proc/<pid>/status`` every 10 ms (memory the process allocated,
+not page cache it mapped). Nothing here asserts a time: pass/fail is printed, never raised.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import fcntl
+import json
+import os
+import platform
+import shutil
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import termios
+import threading
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+from . import make_models
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+EXIT_ENV = "ONEMODEL_VIEW_EXIT_AFTER_FIRST_SCREEN"
+MIB = 1 << 20
+
+
+@dataclass
+class Row:
+    figure: str
+    project: str = "n/a"
+    baseline: str = "n/a"
+    ratio: str = ""
+    target: str = ""
+    ok: bool | None = None
+    rss: str = ""
+    note: str = ""
+
+    @property
+    def verdict(self) -> str:
+        return "n/a" if self.ok is None else ("pass" if self.ok else "FAIL")
+
+
+@dataclass
+class Proc:
+    seconds: float
+    rc: int
+    maxrss: int
+    """Peak RSS in bytes (ru_maxrss)."""
+    anon: int
+    """Peak RssAnon in bytes (sampled)."""
+    out: str
+    err: str
+
+
+# ---------------------------------------------------------------------------- process runner
+
+
+def _status_kib(pid: int, field: str) -> int:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
+def run_proc(cmd: list[str], *, env: dict | None = None, tty: bool = False, timeout: float = 900) -> Proc:
+    """Run ``cmd`` to completion: wall time, exit code, peak RSS (rusage) and sampled peak anon RSS."""
+    full_env = dict(os.environ)
+    if env:
+        full_env.update(env)
+    out_f = tempfile.TemporaryFile()
+    err_f = tempfile.TemporaryFile()
+    master = slave = None
+    chunks: list[bytes] = []
+    if tty:
+        master, slave = os.openpty()
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+        full_env.setdefault("TERM", "xterm-256color")
+        full_env.pop("COLUMNS", None)
+        full_env.pop("LINES", None)
+    t0 = time.perf_counter()
+    if tty:
+        p = subprocess.Popen(cmd, stdin=slave, stdout=slave, stderr=slave, env=full_env, start_new_session=True)
+        os.close(slave)
+
+        def drain() -> None:
+            while True:
+                try:
+                    data = os.read(master, 65536)
+                except OSError:
+                    break
+                if not data:
+                    break
+                chunks.append(data)
+
+        reader = threading.Thread(target=drain, daemon=True)
+        reader.start()
+    else:
+        p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out_f, stderr=err_f, env=full_env)
+    peak_anon = [0]
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.is_set():
+            peak_anon[0] = max(peak_anon[0], _status_kib(p.pid, "RssAnon"))
+            done.wait(0.01)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    killer = threading.Timer(timeout, lambda: p.kill())
+    killer.start()
+    try:
+        _, status, ru = os.wait4(p.pid, 0)
+    finally:
+        killer.cancel()
+        done.set()
+    seconds = time.perf_counter() - t0
+    p.returncode = os.waitstatus_to_exitcode(status)
+    sampler.join()
+    out = err = ""
+    if tty:
+        reader.join(timeout=2)
+        os.close(master)
+        out = b"".join(chunks).decode("utf-8", "replace")
+    else:
+        out_f.seek(0)
+        err_f.seek(0)
+        out = out_f.read().decode("utf-8", "replace")
+        err = err_f.read().decode("utf-8", "replace")
+    out_f.close()
+    err_f.close()
+    return Proc(seconds, p.returncode, ru.ru_maxrss * 1024, peak_anon[0] * 1024, out, err)
+
+
+def median_proc(cmd: list[str], repeat: int, **kw) -> tuple[float, Proc]:
+    """Median wall time over ``repeat`` runs (after one warm-up run); the last run's details."""
+    if repeat > 1:
+        run_proc(cmd, **kw)
+    runs = [run_proc(cmd, **kw) for _ in range(repeat)]
+    return statistics.median(r.seconds for r in runs), max(runs, key=lambda r: r.maxrss)
+
+
+def median_call(fn: Callable[[], object], repeat: int, warmup: int = 1) -> float:
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def ov_cmd() -> list[str]:
+    exe = shutil.which("onemodel-view")
+    return [exe] if exe else [sys.executable, "-m", "onemodel_viewer"]
+
+
+# ---------------------------------------------------------------------------- formatting
+
+
+def fmt_s(s: float | None) -> str:
+    if s is None:
+        return "n/a"
+    if s < 1:
+        return f"{s * 1000:.1f} ms"
+    return f"{s:.2f} s"
+
+
+def fmt_b(n: int | None) -> str:
+    return "n/a" if not n else f"{n / MIB:.0f} MiB"
+
+
+def fmt_rss(p: Proc) -> str:
+    return f"{fmt_b(p.maxrss)} (anon {fmt_b(p.anon)})"
+
+
+def ratio_row(figure: str, project: float | None, baseline: float | None, limit: float, target: str, **kw) -> Row:
+    if project is None or baseline is None or baseline <= 0:
+        return Row(figure, fmt_s(project), fmt_s(baseline), "", target, None, **kw)
+    r = project / baseline
+    return Row(figure, fmt_s(project), fmt_s(baseline), f"{r:.2f}x", target, r <= limit, **kw)
+
+
+def machine_info() -> list[str]:
+    cpu = platform.processor() or "?"
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover
+        cores = os.cpu_count() or 0
+    import numpy
+
+    versions = [f"python {platform.python_version()}", f"numpy {numpy.__version__}"]
+    for mod in ("onnx", "textual", "ml_dtypes"):
+        try:
+            versions.append(f"{mod} {__import__(mod).__version__}")
+        except Exception:  # noqa: BLE001 - informational only
+            pass
+    mem = ""
+    try:
+        with open("/proc/meminfo") as f:
+            mem = f"{int(f.readline().split()[1]) / (1 << 20):.0f} GiB RAM"
+    except OSError:
+        pass
+    return [f"CPU: {cpu}, {cores} cores usable ({os.cpu_count()} online), {mem}",
+            ", ".join(versions) + f", {platform.system()} {platform.release()}"]
+
+
+def render_text(rows: list[Row]) -> str:
+    head = ("figure", "project", "baseline", "ratio", "target", "result", "peak RSS")
+    data = [(r.figure, r.project, r.baseline, r.ratio, r.target, r.verdict, r.rss) for r in rows]
+    widths = [max(len(h), *(len(d[i]) for d in data)) for i, h in enumerate(head)]
+    line = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()  # noqa: E731
+    out = [line(head), line(tuple("-" * w for w in widths))]
+    out += [line(d) for d in data]
+    notes = [f"  * {r.figure}: {r.note}" for r in rows if r.note]
+    return "\n".join(out + ([""] + notes if notes else []))
+
+
+def render_markdown(rows: list[Row], header: list[str]) -> str:
+    out = [*(f"{h}  " for h in header), "",
+           "| figure | project | baseline | ratio | target | result | peak RSS |",
+           "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        cells = [r.figure, r.project, r.baseline, r.ratio, r.target, r.verdict, r.rss]
+        out.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    notes = [f"* {r.figure}: {r.note}" for r in rows if r.note]
+    return "\n".join(out + ([""] + notes if notes else [])) + "\n"
+
+
+# ---------------------------------------------------------------------------- figures
+
+BARE_READ = r"""
+import json, struct, sys
+with open(sys.argv[1], "rb") as f:
+    h = f.read(64)
+    off, length = struct.unpack_from("<QQ", h, 16)
+    f.seek(off)
+    m = json.loads(f.read(length))
+print(len(m["graph"]["nodes"]))
+"""
+
+COMPARE = r"""
+import json, mmap, sys
+import numpy as np
+pairs = json.load(open(sys.argv[1]))
+maps = {}
+def view(path, off, n):
+    if path not in maps:
+        f = open(path, "rb")
+        maps[path] = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    return np.frombuffer(maps[path], dtype=np.uint8, count=n, offset=off)
+equal = True
+CH = 8 << 20
+for pa, oa, pb, ob, n in pairs:
+    a, b = view(pa, oa, n), view(pb, ob, n)
+    for s in range(0, n, CH):
+        x, y = a[s:s + CH], b[s:s + CH]
+        k = x.size // 8 * 8
+        if not (np.array_equal(x[:k].view(np.uint64), y[:k].view(np.uint64)) and np.array_equal(x[k:], y[k:])):
+            equal = False
+print("equal" if equal else "different")
+"""
+
+
+class Suite:
+    def __init__(self, summary: dict, repeat: int, work: str, log: Callable[[str], None], min_proc: int = 5) -> None:
+        self.s = summary
+        self.min_proc = min_proc
+        self.repeat = repeat
+        self.work = work
+        self.log = log
+        self.ov = ov_cmd()
+        self.rows: list[Row] = []
+        self.onemodel = summary.get("onemodel")
+        self.ext = summary.get("onnx_ext")
+        self.inline = summary.get("onnx_inline")
+
+    def add(self, row: Row) -> None:
+        self.rows.append(row)
+        self.log(f"  {row.figure}: {row.project} vs {row.baseline} {row.ratio} {row.verdict} {row.rss}")
+
+    def missing(self, figure: str, target: str, why: str) -> None:
+        self.add(Row(figure, "n/a", "n/a", "", target, None, note=why))
+
+    # -- whole-process --check
+    def check(self) -> None:
+        fig, target = "--check --json (whole process)", "<= 2x"
+        if not self.onemodel:
+            return self.missing(fig, target, "no .onemodel (converter failed)")
+        rep = max(self.min_proc, self.repeat)
+        t, p = median_proc([*self.ov, "--check", "--json", self.onemodel], rep)
+        tb, _ = median_proc([sys.executable, "-c", BARE_READ, self.onemodel], rep)
+        note = "" if p.rc == 0 else f"exit status {p.rc}: {(p.err or p.out)[-200:]}"
+        self.add(ratio_row(fig, t if p.rc in (0, 1) else None, tb, 2.0, target, rss=fmt_rss(p),
+                           note=note or "baseline: bare `python -c` reading the header and json.loads of the manifest"))
+
+    # -- library open, in process
+    def open_lib(self) -> None:
+        from onemodel_viewer import format as omf
+
+        fig = "library open, header -> resolved model (in process)"
+        if not self.onemodel:
+            return self.missing(fig, "<= 50 ms", "no .onemodel")
+        path = self.onemodel
+
+        def bare() -> None:
+            with open(path, "rb") as f:
+                h = f.read(64)
+                off, length = struct.unpack_from("<QQ", h, 16)
+                f.seek(off)
+                json.loads(f.read(length))
+
+        def project() -> None:
+            omf.open(path).close()
+
+        rep = max(7 if self.min_proc > 1 else 1, self.repeat)
+        tp = median_call(project, rep)
+        tb = median_call(bare, rep)
+        self.add(Row(fig, fmt_s(tp), fmt_s(tb), f"{tp / tb:.2f}x", "<= 50 ms", tp <= 0.050,
+                     note="baseline: header read + json.loads of the manifest only"))
+
+    # -- first screen
+    def first_screen(self) -> None:
+        fig = "first complete viewer screen (whole process, pty 120x40)"
+        if not self.onemodel:
+            return self.missing(fig, "<= 1.5x", "no .onemodel")
+        rep = max(self.min_proc, self.repeat)
+        t, p = median_proc([*self.ov, self.onemodel], rep, env={EXIT_ENV: "1"}, tty=True, timeout=120)
+        tb, pb = median_proc([sys.executable, os.path.join(HERE, "minimal_tree_app.py")], rep, tty=True, timeout=120)
+        ok_run = p.rc == 0
+        self.add(ratio_row(fig, t if ok_run else None, tb, 1.5, "<= 1.5x", rss=fmt_rss(p),
+                           note="" if ok_run else f"exit status {p.rc} (no exit-after-first-screen hook?)"))
+        self.add(Row("viewer peak RSS after open", fmt_b(p.maxrss), fmt_b(pb.maxrss), "", "< 300 MiB",
+                     (p.maxrss < 300 * MIB) if ok_run else None, fmt_rss(p),
+                     note="baseline: the minimal Textual app's peak RSS"))
+
+    # -- stats
+    def stats(self) -> None:
+        import numpy as np
+
+        from onemodel_viewer import format as omf
+        from onemodel_viewer.analysis.stats import compute_stats
+        from onemodel_viewer.format.schema import all_tensors
+
+        fig = "stats of the largest float32 tensor vs one numpy.sum pass"
+        if not self.onemodel:
+            return self.missing(fig, "<= 3x", "no .onemodel")
+        doc = omf.open(self.onemodel)
+        tensors = list(all_tensors(doc.model))
+        f32 = max((t for t in tensors if t.dtype == 1), key=lambda t: t.length)
+        x = f32.raw().view(np.float32)
+        rep = self.repeat
+        tb = median_call(lambda: x.sum(), rep)
+        tp = median_call(lambda: compute_stats(f32), rep)
+        self.add(ratio_row(f"{fig} ({f32.length / MIB:.0f} MiB)", tp, tb, 3.0, "<= 3x",
+                           note=f"{f32.name}; {f32.length / tp / 1e9:.2f} GB/s; 2 threads; histogram over every value"))
+        f16 = [t for t in tensors if t.dtype == 10 and t.length > 0]
+        total = sum(t.length for t in f16)
+        for code, label in ((10, "float16"), (16, "bfloat16")):
+            ts = [t if code == 10 else dataclasses.replace(t, dtype=16) for t in f16]
+            for t in ts:  # warm the page cache and the code path
+                t.raw().sum()
+            sec = median_call(lambda: [compute_stats(t) for t in ts], rep, warmup=0)
+            gbs = total / sec / 1e9
+            note = f"all {len(ts)} float16 tensors of the model ({total / MIB:.0f} MiB)"
+            if code == 16:
+                note += ", their bytes read as bfloat16"
+            self.add(Row(f"{label} stats throughput", f"{gbs:.2f} GB/s", "", "", ">= 1 GB/s", gbs >= 1.0,
+                         note=note + f"; {fmt_s(sec)}"))
+        doc.close()
+
+    # -- convert
+    def convert(self) -> None:
+        fig = "--convert external-data ONNX (whole process) vs cp of the weights"
+        target = "<= 2x time (>= 0.5x cp throughput)"
+        if not self.ext:
+            return self.missing(fig, target, "no model")
+        dst = os.path.join(self.work, "bench-convert.onemodel")
+        cp_dst = os.path.join(self.work, "bench-cp.bin")
+        data = self.ext + ".data"
+        times, proc = [], None
+        cp_times = []
+        for i in range(self.repeat + (1 if self.repeat > 1 else 0)):
+            p = run_proc([*self.ov, "--convert", self.ext, dst])
+            c = run_proc(["cp", data, cp_dst])
+            for f in (dst, cp_dst):
+                if os.path.exists(f):
+                    os.unlink(f)
+            if i or self.repeat == 1:
+                times.append(p.seconds)
+                cp_times.append(c.seconds)
+            proc = p if proc is None or p.maxrss > proc.maxrss else proc
+        assert proc is not None
+        if proc.rc != 0:
+            return self.add(Row(fig, "n/a", fmt_s(statistics.median(cp_times)), "", target, None,
+                                note=f"exit status {proc.rc}: {proc.err[-200:]}"))
+        t, tb = statistics.median(times), statistics.median(cp_times)
+        self.add(ratio_row(fig, t, tb, 2.0, target, rss=fmt_rss(proc),
+                           note=f"{os.path.getsize(data) / MIB:.0f} MiB of weights; output deleted after each run"))
+        self.add(Row("--convert peak RSS", fmt_b(proc.maxrss), "", "", "< 512 MiB", proc.maxrss < 512 * MIB, fmt_rss(proc),
+                     note="ru_maxrss counts mapped file pages the process touched; anon is its own memory"))
+
+    # -- diff
+    def diff(self) -> None:
+        from onemodel_viewer import format as omf
+
+        fig = "--diff --json .onemodel vs its .onnx (whole process) vs chunked np.array_equal"
+        target = "<= 2x time (>= 0.5x throughput)"
+        if not (self.onemodel and self.ext):
+            return self.missing(fig, target, "no models")
+        a, b = omf.open(self.onemodel), omf.open(self.ext)
+        from onemodel_viewer.format.schema import all_tensors
+
+        by_name = {t.name: t for t in all_tensors(b.model)}
+        pairs = []
+        for ta in all_tensors(a.model):
+            tb_ = by_name.get(ta.name)
+            sa, sb = ta.storage, tb_.storage if tb_ is not None else None
+            if tb_ is None or not hasattr(sa, "path") or not hasattr(sb, "path") or ta.length == 0:
+                continue
+            pairs.append((sa.path, ta.file_offset, sb.path, tb_.file_offset, ta.length))
+        a.close()
+        b.close()
+        pairs_file = os.path.join(self.work, "bench-pairs.json")
+        with open(pairs_file, "w") as f:
+            json.dump(pairs, f)
+        t, p = median_proc([*self.ov, "--diff", self.onemodel, self.ext, "--json"], self.repeat)
+        tb, pb = median_proc([sys.executable, "-c", COMPARE, pairs_file], self.repeat)
+        nbytes = sum(x[4] for x in pairs)
+        if p.rc not in (0, 1):
+            return self.add(Row(fig, "n/a", fmt_s(tb), "", target, None,
+                                note=f"exit status {p.rc}: {(p.err or p.out)[-200:]}"))
+        verdict = "equal" if p.rc == 0 else "DIFFERENT (unexpected: same model)"
+        self.add(ratio_row(fig, t, tb, 2.0, target, rss=fmt_rss(p),
+                           note=f"{nbytes / MIB:.0f} MiB compared; diff says {verdict}; baseline says {pb.out.strip()}"))
+        self.add(Row("--diff peak RSS", fmt_b(p.maxrss), "", "", "< 512 MiB", p.maxrss < 512 * MIB, fmt_rss(p),
+                     note="ru_maxrss counts mapped file pages the process touched; anon is its own memory"))
+
+    # -- open vs onnx.load
+    def onnx_load(self) -> None:
+        import onnx
+
+        from onemodel_viewer import format as omf
+
+        rep = self.repeat
+        cases = []
+        if self.inline:
+            cases.append(("open inline .onnx vs onnx.load (in process)", self.inline, lambda: onnx.load(self.inline)))
+        if self.ext:
+            cases.append(("open external-data .onnx vs onnx.load with its data", self.ext, lambda: onnx.load(self.ext)))
+        if self.onemodel:
+            cases.append(("open .onemodel vs onnx.load of the external-data .onnx with data", self.onemodel,
+                          lambda: onnx.load(self.ext)))
+        for fig, path, base in cases:
+            tp = median_call(lambda: omf.open(path).close(), rep)
+            tb = median_call(base, rep)
+            self.add(Row(fig, fmt_s(tp), fmt_s(tb), f"{tp / tb:.3f}x", "(info)", None))
+
+
+FIGURES = ("check", "open", "first_screen", "stats", "convert", "diff", "onnx_load")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m benchmarks", description="onemodel-view benchmark suite")
+    ap.add_argument("--size", default="64M", help="model weight bytes: 8M, 64M, 1G, 4G (default 64M)")
+    ap.add_argument("--repeat", type=int, default=3, help="runs per measurement; medians are reported (default 3)")
+    ap.add_argument("--out", default="/tmp/omv-bench", help="where the models go (default /tmp/omv-bench)")
+    ap.add_argument("--markdown", metavar="PATH", help="also write the table as markdown")
+    ap.add_argument("--json", metavar="PATH", help="also write the rows as JSON")
+    ap.add_argument("--min-process-runs", type=int, default=5,
+                    help="at least this many runs for whole-process figures (default 5)")
+    ap.add_argument("--only", help=f"comma-separated subset of: {','.join(FIGURES)}")
+    args = ap.parse_args(argv)
+    only = set(args.only.split(",")) if args.only else set(FIGURES)
+    unknown = only - set(FIGURES)
+    if unknown:
+        ap.error(f"unknown figure(s): {', '.join(sorted(unknown))}")
+    size = make_models.parse_size(args.size)
+    log = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
+    log(f"models: {args.out}/{make_models.size_label(size)}")
+    summary = make_models.ensure(size, args.out)
+    load0 = os.getloadavg()
+    suite = Suite(summary, max(1, args.repeat), os.path.join(args.out, make_models.size_label(size)), log,
+                  max(1, args.min_process_runs))
+    for name in FIGURES:
+        if name in only:
+            log(f"{name}...")
+            getattr(suite, {"open": "open_lib"}.get(name, name))()
+    load1 = os.getloadavg()
+    header = [
+        f"onemodel-view benchmarks, model {make_models.size_label(size)}: {summary['tensors']:,} tensors, "
+        f"{summary['nodes']:,} nodes, {summary['data_bytes'] / MIB:,.0f} MiB of weights; "
+        f"median of {args.repeat} (whole-process figures: at least {args.min_process_runs}), warm page cache",
+        *machine_info(),
+        f"load average {load0[0]:.2f} at start, {load1[0]:.2f} at end",
+    ]
+    if summary.get("onemodel") is None:
+        header.append(f"--convert failed, no .onemodel: {summary.get('convert_message', '')}")
+    print("\n".join(header))
+    print()
+    print(render_text(suite.rows))
+    if args.markdown:
+        with open(args.markdown, "w") as f:
+            f.write(render_markdown(suite.rows, header))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"header": header, "rows": [dataclasses.asdict(r) | {"result": r.verdict} for r in suite.rows]}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,56 @@
+"""The benchmark suite runs end to end on a tiny model and prints its table (no time is asserted)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.mark.slow
+def test_benchmark_suite_smoke(tmp_path):
+    md = tmp_path / "bench.md"
+    js = tmp_path / "bench.json"
+    r = subprocess.run(
+        [sys.executable, "-m", "benchmarks", "--size", "4M", "--repeat", "1", "--min-process-runs", "1", "--out", str(tmp_path),
+         "--markdown", str(md), "--json", str(js)],
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    for figure in ("--check --json", "library open", "first complete viewer screen", "stats of the largest float32",
+                   "float16 stats throughput", "--convert", "--diff --json", "onnx.load"):
+        assert figure in r.stdout
+    rows = json.loads(js.read_text())["rows"]
+    assert {row["result"] for row in rows} <= {"pass", "FAIL", "n/a"}
+    # every command the suite drives actually ran (a row with a number, not "n/a")
+    measured = {row["figure"].split(" (")[0] for row in rows if row["project"] != "n/a"}
+    assert any(f.startswith("--check") for f in measured)
+    assert any(f.startswith("--convert") for f in measured)
+    assert md.read_text().startswith("onemodel-view benchmarks")
+    assert "| figure | project |" in md.read_text()
+
+
+def test_make_models_is_deterministic(tmp_path):
+    from benchmarks import make_models
+
+    a = make_models.build(str(tmp_path / "a"), 1 << 20)
+    b = make_models.build(str(tmp_path / "b"), 1 << 20)
+    assert a == b and a["tensors"] > 50 and a["nodes"] > 200
+    for name in ("model_ext.onnx", "model_ext.onnx.data"):
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+    import onnx
+
+    m = onnx.load(str(tmp_path / "a" / "model_ext.onnx"))  # external data resolves
+    onnx.checker.check_model(m)
+
+
+def test_size_parsing():
+    from benchmarks.make_models import parse_size, size_label
+
+    assert parse_size("64M") == 64 << 20 and parse_size("4G") == 4 << 30 and parse_size("1GiB") == 1 << 30
+    assert parse_size("1000") == 1000 and size_label(4 << 30) == "4G" and size_label(8 << 20) == "8M"
