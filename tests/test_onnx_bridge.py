@@ -315,3 +315,17 @@ def test_dropped_fields_are_findings(tmp_path):
     doc = onnx_bridge.import_onnx(_save(tmp_path, m))
     assert sorted((f.code, f.where) for f in doc.findings) == [
         ("dropped-field", "onnx.graph.inputs[0].type.denotation"), ("dropped-field", "onnx.graph.nodes[0].metadata_props")]
+
+
+def test_invalid_utf8_text_is_malformed(tmp_path):
+    """upb hands out bytes for a string field that is not UTF-8: a bytes name once reached json.dumps."""
+    m = _model([helper.make_node("Relu", ["x"], ["y"], name="NAMEX")], inputs=[helper.make_tensor_value_info("x", 1, [1])],
+               outputs=[helper.make_tensor_value_info("y", 1, [1])])
+    p = tmp_path / "m.onnx"
+    p.write_bytes(m.SerializeToString().replace(b"NAMEX", b"NA\xffEX"))
+    with pytest.raises(FormatError) as e:
+        onnx_bridge.import_onnx(p)
+    assert (e.value.kind, e.value.where) == (Kind.MALFORMED, "onnx.graph.nodes[0].name")
+    doc = onnx_bridge.import_onnx(p, mode="diagnose")
+    assert doc.model.graph.nodes[0].name == "NA\ufffdEX"
+    assert [(q.kind, q.where) for q in doc.problems] == [(Kind.MALFORMED, "onnx.graph.nodes[0].name")]

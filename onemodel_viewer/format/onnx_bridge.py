@@ -164,6 +164,22 @@ class _Importer:
             raise FormatError(kind, where, offset, message)
         self.problems.append(Problem(kind, where, offset, message))
 
+    def text(self, value, where: str) -> str:
+        """A protobuf string field: upb hands out ``bytes`` when the stored text is not valid UTF-8."""
+        if value.__class__ is str:
+            return value
+        self.problem(Kind.MALFORMED, where, "text is not valid UTF-8")
+        return bytes(value).decode("utf-8", "replace")
+
+    def texts(self, values, where: str) -> tuple[str, ...]:
+        out = tuple(values)
+        if all(v.__class__ is str for v in out):
+            return out
+        return tuple(self.text(v, f"{where}[{i}]") for i, v in enumerate(out))
+
+    def opsets(self, items, where: str) -> tuple[OperatorSet, ...]:
+        return tuple(OperatorSet(self.text(o.domain, f"{where}[{i}].domain"), o.version) for i, o in enumerate(items))
+
     def dropped(self, proto, fields: Iterable[str], where: str) -> None:
         for f in fields:
             present = len(getattr(proto, f)) > 0
@@ -193,7 +209,7 @@ class _Importer:
                         else:
                             dims.append(d.dim_value)
                     elif which == "dim_param":
-                        dims.append(d.dim_param)
+                        dims.append(self.text(d.dim_param, f"{where}.shape[{i}]"))
                     else:
                         dims.append(None)
                     if d.denotation:
@@ -209,18 +225,19 @@ class _Importer:
             inner = self.type(mt.value_type, where + ".inner") if mt.HasField("value_type") else None
             return Type("map", key=mt.key_type, inner=inner, where=where)
         if kind == "opaque_type":
-            return Type("opaque", domain=tp.opaque_type.domain, name=tp.opaque_type.name, where=where)
+            ot = tp.opaque_type
+            return Type("opaque", domain=self.text(ot.domain, where + ".domain"), name=self.text(ot.name, where + ".name"), where=where)
         self.problem(Kind.UNSUPPORTED, where + ".kind", f"unsupported type kind {kind}")
         return None
 
     def vi(self, v, where: str) -> ValueInfo:
         self.dropped(v, ("metadata_props",), where)
         t = self.type(v.type, where + ".type") if v.HasField("type") else None
-        return ValueInfo(v.name, t, where)
+        return ValueInfo(self.text(v.name, where + ".name"), t, where)
 
     # -- tensors
     def tensor(self, tp, where: str) -> Tensor:
-        name, dtype, doc = tp.name, tp.data_type, tp.doc_string
+        name, dtype, doc = self.text(tp.name, where + ".name"), tp.data_type, self.text(tp.doc_string, where + ".doc")
         dims = tuple(tp.dims)
         self.dropped(tp, ("metadata_props",), where)
         bad = False
@@ -292,7 +309,7 @@ class _Importer:
 
     def external(self, tp, name, dtype, dims, doc, expected: int, where: str) -> Tensor:
         empty = Tensor(name, dtype, dims, doc, where=where)
-        kv = {e.key: e.value for e in tp.external_data}
+        kv = {self.text(e.key, where + ".external_data"): self.text(e.value, where + ".external_data") for e in tp.external_data}
         loc = kv.get("location", "")
         w = where + ".external_data"
         if _unsafe_location(loc):
@@ -350,13 +367,14 @@ class _Importer:
     # -- attributes, nodes, graphs
     def attr(self, ap, where: str) -> Attribute:
         t, w = ap.type, where + ".value"
+        name, doc = self.text(ap.name, where + ".name"), self.text(ap.doc_string, where + ".doc")
         if ap.ref_attr_name:
-            return Attribute(ap.name, t, None, ap.ref_attr_name, ap.doc_string, where)
+            return Attribute(name, t, None, self.text(ap.ref_attr_name, where + ".ref"), doc, where)
         if t == AttrType.UNDEFINED:
             t = _infer_attr_type(ap)
             if t == AttrType.UNDEFINED:
                 self.problem(Kind.MALFORMED, where + ".type", "attribute without a type")
-                return Attribute(ap.name, 0, None, "", ap.doc_string, where)
+                return Attribute(name, 0, None, "", doc, where)
         v: object
         if t == AttrType.FLOAT:
             v = _float_bits([ap.f], ap, 2)[-1] if ap.f != ap.f else bits_from_float(ap.f)
@@ -391,18 +409,21 @@ class _Importer:
         else:
             self.problem(Kind.UNSUPPORTED, where + ".type", f"unsupported attribute type {t}")
             v = None
-        return Attribute(ap.name, int(t), v, "", ap.doc_string, where)
+        return Attribute(name, int(t), v, "", doc, where)
 
     def node(self, np_, where: str) -> Node:
         self.dropped(np_, ("metadata_props", "device_configurations"), where)
         attrs = tuple(self.attr(a, f"{where}.attributes[{i}]") for i, a in enumerate(np_.attribute))
-        return Node(np_.op_type, np_.name, np_.domain, np_.overload, np_.doc_string, tuple(np_.input), tuple(np_.output), attrs, where)
+        t = self.text
+        return Node(t(np_.op_type, where + ".op"), t(np_.name, where + ".name"), t(np_.domain, where + ".domain"),
+                    t(np_.overload, where + ".overload"), t(np_.doc_string, where + ".doc"), self.texts(np_.input, where + ".inputs"),
+                    self.texts(np_.output, where + ".outputs"), attrs, where)
 
     def graph(self, gp, where: str) -> Graph:
         self.dropped(gp, ("quantization_annotation", "metadata_props"), where)
         return Graph(
-            name=gp.name,
-            doc=gp.doc_string,
+            name=self.text(gp.name, where + ".name"),
+            doc=self.text(gp.doc_string, where + ".doc"),
             inputs=tuple(self.vi(v, f"{where}.inputs[{i}]") for i, v in enumerate(gp.input)),
             outputs=tuple(self.vi(v, f"{where}.outputs[{i}]") for i, v in enumerate(gp.output)),
             value_info=tuple(self.vi(v, f"{where}.value_info[{i}]") for i, v in enumerate(gp.value_info)),
@@ -415,16 +436,16 @@ class _Importer:
     def function(self, fp, where: str) -> Function:
         self.dropped(fp, ("value_info", "metadata_props"), where)
         return Function(
-            name=fp.name,
-            domain=fp.domain,
-            overload=fp.overload,
-            doc=fp.doc_string,
-            inputs=tuple(fp.input),
-            outputs=tuple(fp.output),
-            attribute_names=tuple(fp.attribute),
+            name=self.text(fp.name, where + ".name"),
+            domain=self.text(fp.domain, where + ".domain"),
+            overload=self.text(fp.overload, where + ".overload"),
+            doc=self.text(fp.doc_string, where + ".doc"),
+            inputs=self.texts(fp.input, where + ".inputs"),
+            outputs=self.texts(fp.output, where + ".outputs"),
+            attribute_names=self.texts(fp.attribute, where + ".attribute_names"),
             attribute_defaults=tuple(self.attr(a, f"{where}.attribute_defaults[{i}]") for i, a in enumerate(fp.attribute_proto)),
             nodes=tuple(self.node(n, f"{where}.nodes[{i}]") for i, n in enumerate(fp.node)),
-            opsets=tuple(OperatorSet(o.domain, o.version) for o in fp.opset_import),
+            opsets=self.opsets(fp.opset_import, where + ".opsets"),
             where=where,
         )
 
@@ -433,13 +454,14 @@ class _Importer:
         return Model(
             ir_version=mp.ir_version,
             graph=self.graph(mp.graph, "onnx.graph"),
-            producer_name=mp.producer_name,
-            producer_version=mp.producer_version,
-            domain=mp.domain,
-            doc=mp.doc_string,
+            producer_name=self.text(mp.producer_name, "onnx.producer_name"),
+            producer_version=self.text(mp.producer_version, "onnx.producer_version"),
+            domain=self.text(mp.domain, "onnx.domain"),
+            doc=self.text(mp.doc_string, "onnx.doc"),
             model_version=mp.model_version,
-            opsets=tuple(OperatorSet(o.domain, o.version) for o in mp.opset_import),
-            metadata=tuple((p.key, p.value) for p in mp.metadata_props),
+            opsets=self.opsets(mp.opset_import, "onnx.opsets"),
+            metadata=tuple((self.text(p.key, f"onnx.metadata[{i}].key"), self.text(p.value, f"onnx.metadata[{i}].value"))
+                           for i, p in enumerate(mp.metadata_props)),
             functions=tuple(self.function(f, f"onnx.functions[{i}]") for i, f in enumerate(mp.functions)),
             where="onnx",
         )
