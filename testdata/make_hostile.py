@@ -261,7 +261,8 @@ def header_cases() -> None:
     ml = len(dump(base()))
     # DECISION: a file shorter than the 64-byte header is truncation (Malformed, spec table); nothing can be
     # said about any single field, so the where is the header as a whole.
-    case("Malformed-file-empty", b"", "header", "0 bytes")
+    # An empty file has no magic at all: reported at header.magic (the reader checks the magic first).
+    case("Malformed-file-empty", b"", "header.magic", "0 bytes")
     case("Malformed-file-10-bytes", good[:10], "header", "shorter than the header (magic intact)")
     case("Malformed-file-63-bytes", good[:63], "header", "one byte short of a header")
     case("Malformed-magic-bad", set_header(good, magic=b"ONEMODEX"), "header.magic")
@@ -324,11 +325,12 @@ def manifest_encoding_cases() -> None:
          "manifest", "UTF-8 encoded U+D800 (ED A0 80)")
     case("Malformed-manifest-overlong-utf8", with_manifest(m.replace(doc, b'"hostile \xc0\xaf corpus"')), "manifest")
     case("Malformed-manifest-truncated-utf8", with_manifest(m.replace(doc, b'"hostile \xe2\x82"')), "manifest")
-    # DECISION: a lone surrogate escape is an encoding problem of the manifest text (the string cannot be
-    # represented in UTF-8), reported like the other encoding problems at "manifest".
+    # DECISION: a lone surrogate escape is valid JSON syntax whose string cannot be UTF-8: the problem is the
+    # value of one field, so it is reported at that field's path (here the model's doc), unlike raw bytes
+    # that are not UTF-8 (the text cannot be decoded at all: "manifest").
     case("Malformed-manifest-escaped-surrogate", with_manifest(m.replace(doc, b'"hostile \\ud800 corpus"')),
-         "manifest", 'JSON escape "\\ud800" (lone surrogate)')
-    case("Malformed-manifest-escaped-low-surrogate", with_manifest(m.replace(doc, b'"\\udc00"')), "manifest")
+         "manifest.doc", 'JSON escape "\\ud800" (lone surrogate)')
+    case("Malformed-manifest-escaped-low-surrogate", with_manifest(m.replace(doc, b'"\\udc00"')), "manifest.doc")
 
     def extra(text: str) -> bytes:
         mm = base()
@@ -498,16 +500,16 @@ def tensor_cases() -> None:
 
     ini = lambda m, i: m["graph"]["initializers"][i]  # noqa: E731
     I0, I1, I2, I3 = (f"{G}.initializers[{i}]" for i in range(4))
-    # DECISION (ranges): a range outside the data region is Malformed (spec table: "a range outside the file").
-    # The where is the field that puts it outside: data.offset when the offset itself is past the region or
-    # the sum overflows 64 bits, data.length when the start is inside the region and the end is not.
+    # DECISION (ranges): a range outside the data region is Malformed (spec table: "a range outside the file"),
+    # reported at `data` (the range is the offset/length pair; agreed with the reader). An offset that is
+    # negative or not a signed 64-bit integer is reported at data.offset itself.
     at(lambda m: ini(m, 0)["data"].__setitem__("offset", 1024), "Malformed-range-offset-past-data",
-       f"{I0}.data.offset", "offset beyond the data region")
+       f"{I0}.data", "offset beyond the data region")
     at(lambda m: ini(m, 1)["data"].__setitem__("offset", 320), "Malformed-range-end-past-data",
-       f"{I1}.data.length", "starts inside (320), ends at 336 > data_length 328")
+       f"{I1}.data", "starts inside (320), ends at 336 > data_length 328")
     at(lambda m: (ini(m, 0)["data"].__setitem__("offset", (1 << 63) - 64), ini(m, 0).__setitem__("dims", [32]),
                   ini(m, 0)["data"].__setitem__("length", 128)),
-       "Malformed-range-overflow-int64", f"{I0}.data.offset", "offset 2^63-64 + length 128 overflows int64")
+       "Malformed-range-overflow-int64", f"{I0}.data", "offset 2^63-64 + length 128 overflows int64")
     at(lambda m: ini(m, 0)["data"].__setitem__("offset", U64 - 63), "Malformed-range-offset-u64", f"{I0}.data.offset",
        "offset does not fit in a signed 64-bit integer")
     at(lambda m: ini(m, 0)["data"].__setitem__("offset", -64), "Malformed-range-offset-negative", f"{I0}.data.offset")
@@ -518,7 +520,8 @@ def tensor_cases() -> None:
        f"{I2}.data.offset")
     at(lambda m: ini(m, 0)["data"].__setitem__("length", 12), "InvalidModel-length-float-short", f"{I0}.data.length")
     at(lambda m: ini(m, 0)["data"].__setitem__("length", 20), "InvalidModel-length-float-long", f"{I0}.data.length")
-    at(lambda m: ini(m, 0)["data"].__setitem__("length", -16), "InvalidModel-length-negative", f"{I0}.data.length")
+    # A negative length is not a byte count at all (no range can have it): Malformed, like a negative offset.
+    at(lambda m: ini(m, 0)["data"].__setitem__("length", -16), "Malformed-length-negative", f"{I0}.data.length")
     at(lambda m: ini(m, 2)["data"].__setitem__("length", 1), "InvalidModel-length-int4-short", f"{I2}.data.length",
        "int4[3] needs ceil(12/8) = 2 bytes")
     at(lambda m: ini(m, 2)["data"].__setitem__("length", 3), "InvalidModel-length-int4-long", f"{I2}.data.length")
@@ -531,13 +534,15 @@ def tensor_cases() -> None:
     at(lambda m: ini(m, 0)["dims"].__setitem__(0, -4), "InvalidModel-dims-negative", f"{I0}.dims[0]")
     at(lambda m: ini(m, 0).__setitem__("dims", [2, -2, -1]), "InvalidModel-dims-negative-product-positive",
        f"{I0}.dims[1]", "product is positive; the first negative entry is reported")
-    # DECISION: an element count at 2^60 or more is impossible under the format (section 2.5 "must stay below
-    # 2^60"), like a negative dimension: InvalidModel, at dims (no single entry is wrong). The count is checked
+    # DECISION: an element count at 2^60 or more. Arguable both ways: section 2.5 says the count "must stay
+    # below 2^60" (a format rule -> InvalidModel, like a negative dimension), but 3.1 lists it with the
+    # limits, and the project's reader and ONNX bridge both chose Unsupported ("this reader does not handle
+    # it"). We follow the project: Unsupported, at dims (no single entry is wrong). The count is checked
     # before the byte length and the range (they are derived from it), so the out-of-region range that any
     # such tensor also has is not what is reported.
     at(lambda m: (ini(m, 1).__setitem__("dtype", 2), ini(m, 1).__setitem__("dims", [1 << 30, 1 << 30]),
                   ini(m, 1)["data"].__setitem__("length", 1 << 60)),
-       "InvalidModel-count-2pow60", f"{I1}.dims", "uint8[2^30,2^30], length 2^60 (matches)")
+       "Unsupported-count-2pow60", f"{I1}.dims", "uint8[2^30,2^30], length 2^60 (matches)")
     # DECISION: a tensor over 2^31-1 bytes is Unsupported (spec table). Its length matches dims; the range
     # check comes after the size limit (the limit is about the tensor, the range about the file).
     at(lambda m: (ini(m, 1).__setitem__("dtype", 2), ini(m, 1).__setitem__("dims", [1 << 31]),
@@ -559,7 +564,7 @@ def tensor_cases() -> None:
     at(lambda m: m["graph"]["sparse_initializers"][0]["values"].__setitem__("dtype", 30),
        "Unsupported-sparse-values-dtype", f"{sp}.values.dtype")
     at(lambda m: m["graph"]["nodes"][4]["attributes"][3]["value"]["data"].__setitem__("offset", 384),
-       "Malformed-range-attribute-tensor", f"{N4}.attributes[3].value.data.offset")
+       "Malformed-range-attribute-tensor", f"{N4}.attributes[3].value.data")
 
 
 def type_and_nesting_cases() -> None:
@@ -771,9 +776,11 @@ def misc_valid_cases() -> None:
     m = base()
     m["graph"]["initializers"].append(tensor("empty", 1, [0, 3], 0, 0))
     m["graph"]["initializers"].append(tensor("empty2", 1, [1 << 40, 0], 0, 0))
+    case("valid-zero-length", build(m), note="zero-element tensors at offset 0 (a huge dim times 0)")
+    m = base()
     m["graph"]["initializers"].append(tensor("empty3", 1, [1 << 31, 1 << 31, 1 << 31, 0], 0, 0))
-    case("valid-zero-length", build(m), note="zero-element tensors at offset 0; [2^31,2^31,2^31,0] has count 0 "
-         "(2^93 on the way: a reader multiplying in 64-bit left to right would overflow)")
+    case("valid-zero-count-huge-dims", build(m), note="dims [2^31,2^31,2^31,0]: the product is 0 (< 2^60), "
+         "though 2^93 on the way: a reader checking partial products rejects a valid file")
 
 
 def generate() -> dict[str, tuple[bytes, str | None, str, str]]:
