@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import glob
+import json
 import os
 
 import onnx
@@ -37,3 +38,33 @@ def test_converted_model_diffs_equal(src, tmp_path):
     finally:
         a.close()
         b.close()
+
+
+VALID = os.path.join(os.path.dirname(__file__), os.pardir, "testdata", "valid")
+PAIRS = sorted(p[:-5] for p in glob.glob(os.path.join(VALID, "*.onnx")) if os.path.exists(p[:-5] + ".onemodel"))
+
+
+@pytest.mark.parametrize("stem", PAIRS, ids=[os.path.basename(p) for p in PAIRS])
+def test_valid_testdata_pairs_are_equal(stem):
+    a, b = omf.open(stem + ".onnx"), omf.open(stem + ".onemodel")
+    try:
+        r = diff(a, b)
+        assert r.equal, [d.as_json() for d in r.differences]
+    finally:
+        a.close()
+        b.close()
+
+
+def test_every_valid_file_against_every_other_does_not_fail():
+    """Unrelated models: the diff reports differences and never raises."""
+    files = sorted(glob.glob(os.path.join(VALID, "*.onnx")) + glob.glob(os.path.join(VALID, "*.onemodel")))
+    docs = [omf.open(f) for f in files]
+    try:
+        for i, a in enumerate(docs):
+            for b in docs[i:]:
+                r = diff(a, b)
+                assert r.equal == (not r.differences)
+                json.dumps(r.as_json(a.path, b.path), allow_nan=False)
+    finally:
+        for d in docs:
+            d.close()
