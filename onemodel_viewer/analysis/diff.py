@@ -32,6 +32,7 @@ This module never imports a UI toolkit. Cancellation is a plain
 from __future__ import annotations
 
 import math
+import mmap
 import threading
 from collections import Counter
 from dataclasses import dataclass, field
@@ -358,6 +359,30 @@ def _chunk_elements(
                     r = float((d[pos] / mag[pos]).max())
                     if r > st.max_rel:
                         st.max_rel = r
+
+
+_PAGE = mmap.PAGESIZE
+
+
+def _release(t: Tensor, start: int, end: int) -> None:
+    """Drop the mapped pages of bytes ``[start, end)`` of ``t`` from this process once compared.
+
+    The page cache keeps them (a later read refaults at no IO cost), but the
+    process's resident set stays bounded: diffing two 4 GiB files would
+    otherwise leave 8 GiB of mapped pages counted in its RSS.
+    """
+    if t.storage is None or t.file_offset is None:
+        return
+    buf = t.storage.buffer()
+    if not isinstance(buf, mmap.mmap) or not hasattr(buf, "madvise"):
+        return
+    lo = (t.file_offset + start) // _PAGE * _PAGE
+    hi = min(t.file_offset + end, len(buf))
+    if hi > lo:
+        try:
+            buf.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
+        except (OSError, ValueError, AttributeError):  # not supported here: only the RSS figure suffers
+            pass
 
 
 # ---------------------------------------------------------------------------- the differ
@@ -747,6 +772,8 @@ class _Differ:
                 if st is None:
                     st = _DataStats()
                 self.chunk_detail(ca, cb, start, info, a.count, st)
+            _release(a, start, end)
+            _release(b, start, end)
             self.done += size
             if self.progress is not None:
                 self.progress(self.done, self.total)
