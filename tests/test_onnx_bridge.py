@@ -329,3 +329,51 @@ def test_invalid_utf8_text_is_malformed(tmp_path):
     doc = onnx_bridge.import_onnx(p, mode="diagnose")
     assert doc.model.graph.nodes[0].name == "NA\ufffdEX"
     assert [(q.kind, q.where) for q in doc.problems] == [(Kind.MALFORMED, "onnx.graph.nodes[0].name")]
+
+
+def test_container_type_without_element_type_becomes_unknown(tmp_path):
+    """A sequence type with no elem_type once reached the manifest without its required ``inner``."""
+    vi = onnx.ValueInfoProto(name="s")
+    vi.type.sequence_type.SetInParent()
+    m = _model([helper.make_node("Identity", ["s"], ["y"], name="i")], inputs=[vi], outputs=[helper.make_tensor_value_info("y", 1, [1])])
+    doc = onnx_bridge.import_onnx(_save(tmp_path, m))
+    assert doc.model.graph.inputs[0].type is None
+    assert [(f.code, f.where) for f in doc.findings] == [("incomplete-type", "onnx.graph.inputs[0].type")]
+    writer.write(doc.model, tmp_path / "m.onemodel")
+    assert omf.open(tmp_path / "m.onemodel").model.graph.inputs[0].type is None
+
+
+def test_mutated_onnx_files_raise_only_format_errors(tmp_path):
+    """Byte-mutated models: import raises FormatError or gives a model that writes and reads back strictly."""
+    import random
+
+    valid = os.path.join(os.path.dirname(__file__), "..", "testdata", "valid")
+    sources = [open(os.path.join(valid, n), "rb").read() for n in
+               ("attributes.onnx", "subgraphs.onnx", "functions.onnx", "types.onnx", "sparse.onnx", "typed.onnx")]
+    rng = random.Random(1234)
+    p, q = tmp_path / "m.onnx", tmp_path / "m.onemodel"
+    written = 0
+    for _ in range(300):
+        b = bytearray(rng.choice(sources))
+        for _ in range(rng.randint(1, 3)):
+            k = rng.randrange(len(b))
+            b[k] = rng.randrange(256)
+        p.write_bytes(bytes(b))
+        onnx_bridge.import_onnx(p, mode="diagnose") if rng.random() < 0.3 else None
+        try:
+            doc = onnx_bridge.import_onnx(p)
+            writer.write(doc.model, q)
+        except FormatError:
+            continue
+        omf.open(q).close()
+        written += 1
+    assert written > 20
+
+
+def test_diagnose_never_raises_format_errors(tmp_path):
+    p = tmp_path / "bad.onnx"
+    p.write_bytes(b"\x0a\xff\xff\xff\xff\x0f garbage")
+    doc = onnx_bridge.import_onnx(p, mode="diagnose")
+    assert doc.model is None and [(q.kind, q.where) for q in doc.problems] == [(Kind.MALFORMED, "onnx")]
+    doc = onnx_bridge.import_onnx(tmp_path / "missing.onnx", mode="diagnose")
+    assert doc.model is None and doc.problems[0].kind is Kind.IO

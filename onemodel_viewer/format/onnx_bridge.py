@@ -219,15 +219,24 @@ class _Importer:
         if kind in ("sequence_type", "optional_type"):
             st = getattr(tp, kind)
             inner = self.type(st.elem_type, where + ".inner") if st.HasField("elem_type") else None
+            if inner is None:
+                return self.incomplete(where)
             return Type("sequence" if kind == "sequence_type" else "optional", inner=inner, where=where)
         if kind == "map_type":
             mt = tp.map_type
             inner = self.type(mt.value_type, where + ".inner") if mt.HasField("value_type") else None
+            if inner is None:
+                return self.incomplete(where)
             return Type("map", key=mt.key_type, inner=inner, where=where)
         if kind == "opaque_type":
             ot = tp.opaque_type
             return Type("opaque", domain=self.text(ot.domain, where + ".domain"), name=self.text(ot.name, where + ".name"), where=where)
         self.problem(Kind.UNSUPPORTED, where + ".kind", f"unsupported type kind {kind}")
+        return None
+
+    def incomplete(self, where: str) -> None:
+        """A sequence/optional/map type without its element type: the format needs one, so the type is unknown."""
+        self.findings.append(Finding("incomplete-type", where, None, "a container type without its element type is kept as unknown"))
         return None
 
     def vi(self, v, where: str) -> ValueInfo:
@@ -505,11 +514,26 @@ def import_onnx(path: str | os.PathLike, mode: str = "strict") -> Document:
     """Open an ONNX file as a :class:`Document` (source ``"onnx"``).
 
     ``strict`` raises the first problem as :class:`FormatError`; ``diagnose``
-    collects problems (a tensor whose bytes cannot be used then has no storage).
+    never raises it: it collects problems (a tensor whose bytes cannot be used
+    then has no storage; an unreadable or unparseable file gives a document
+    with no model and that one problem).
     """
     if mode not in ("strict", "diagnose"):
         raise ValueError(f"mode must be 'strict' or 'diagnose', not {mode!r}")
     path = os.fspath(path)
+    if mode == "strict":
+        return _import(path, mode)
+    try:
+        return _import(path, mode)
+    except FormatError as e:  # nothing sound could be read: a document holding the one problem
+        try:
+            size = os.path.getsize(path)
+        except OSError:
+            size = 0
+        return Document(path, "onnx", size, problems=[e.problem])
+
+
+def _import(path: str, mode: str) -> Document:
     try:
         with open(path, "rb") as f:
             data = f.read()
