@@ -255,3 +255,33 @@ def test_hostile_names_are_escaped_in_summary(base, capsys):
     rc, js = _json(capsys, dst, path)
     assert js["differences"][0]["b"] == "evil\x1b[31m\u202e"  # JSON keeps the name as-is
     assert os.path.exists(path)
+
+
+def test_mapped_files_across_chunk_boundary(tmp_path, capsys):
+    """Files over 1 MiB are memory-mapped; a difference past the first 6 MiB chunk is found exactly."""
+    arr = np.zeros((7, 1 << 18), dtype=np.float32)  # 7 MiB
+    m = helper.make_model(
+        helper.make_graph([], "big", [], [], [numpy_helper.from_array(arr, "big")]),
+        opset_imports=[helper.make_opsetid("", 17)],
+    )
+    src = str(tmp_path / "a.onnx")
+    onnx.save(m, src)
+    dst = str(tmp_path / "a.onemodel")
+    assert run_convert(src, dst) == 0
+    arr2 = arr.copy()
+    arr2[6, 5] = 2.5
+    arr2[6, 7] = -1.0
+    m.graph.initializer[0].CopyFrom(numpy_helper.from_array(arr2, "big"))
+    src2 = str(tmp_path / "b.onnx")
+    onnx.save(m, src2)
+    rc, out = _json(capsys, dst, src2)
+    assert rc == 1 and len(out["differences"]) == 1
+    d = out["differences"][0]
+    assert (d["where"], d["a"], d["b"]) == ('graph.initializers["big"].data', "0.0", "2.5")
+    assert d["detail"]["differing"] == 2
+    assert d["detail"]["first_index"] == [6, 5]
+    assert d["detail"]["max_abs"] == 2.5
+    assert d["detail"]["max_rel"] == 1.0
+    assert d["detail"]["first_byte"] == (6 * (1 << 18) + 5) * 4
+    rc, out = _json(capsys, dst, src)
+    assert rc == 0
