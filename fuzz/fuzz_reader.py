@@ -1,0 +1,181 @@
+#!/usr/bin/env python3
+"""Coverage-guided fuzzing of the OneModel reader, --check and the diff (atheris).
+
+Only :class:`onemodel_viewer.format.FormatError` may come out of the reader; anything else
+(``ValueError``, ``KeyError``, ``RecursionError``, ``MemoryError``, ``OverflowError``...) is a bug
+and atheris stops with a crash file. See ``fuzz/README.md``.
+
+    python fuzz/fuzz_reader.py -atheris_runs=0 fuzz/corpus            # (seed with --seed first)
+    python fuzz/fuzz_reader.py --seed fuzz/corpus                      # copy the seed corpus
+    python fuzz/fuzz_reader.py fuzz/corpus -max_total_time=300 -timeout=10 -rss_limit_mb=2048
+
+:func:`exercise` is the harness proper; ``tests/test_fuzz.py`` calls it without atheris.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import sys
+import tempfile
+from contextlib import redirect_stderr, redirect_stdout
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+_TMP = tempfile.mkdtemp(prefix="fuzz-reader-")
+_PATH = os.path.join(_TMP, "input.onemodel")
+_BASE = None
+
+
+def _write(data: bytes) -> str:
+    with open(_PATH, "wb") as f:
+        f.write(data)
+    return _PATH
+
+
+def _base_doc():
+    global _BASE
+    if _BASE is None:
+        from onemodel_viewer import format as omf
+
+        _BASE = omf.open(ROOT / "testdata" / "hostile" / "valid-base.onemodel")
+    return _BASE
+
+
+SKIP_STORAGELESS = True
+"""Known bug (see tests/test_fuzz.py::test_values_of_storageless_tensor): in diagnose mode a tensor kept
+without storage (the data region is not trusted) has ``raw()`` = 0 bytes and ``values()`` raises numpy's
+ValueError from ``reshape``; the same for a string tensor whose ``strings`` count is wrong. Skipped here so fuzzing finds other bugs; set False once fixed."""
+
+
+def _touch_tensors(doc) -> int:
+    """Decode every tensor of a document; returns how many decoded. FormatError may escape."""
+    from onemodel_viewer.format import FormatError
+    from onemodel_viewer.format.schema import all_tensors
+
+    n = 0
+    if doc.model is None:
+        return 0
+    for t in all_tensors(doc.model):
+        if SKIP_STORAGELESS and doc.problems:
+            if t.is_string and len(t.strings or ()) != t.count:
+                continue
+            if not t.is_string and (t.storage is None or t.file_offset is None) and t.count:
+                continue
+        try:
+            v = t.values()
+            n += 1
+            if not t.is_string:
+                assert v.size == t.count
+        except FormatError:
+            pass
+    return n
+
+
+def exercise(data: bytes, *, check_cli: bool = True, diff: bool = True) -> str:
+    """Run every consumer of untrusted bytes on ``data``; return a short outcome label.
+
+    Raises anything other than ``FormatError`` that escapes (the bug we look for).
+    """
+    from onemodel_viewer import format as omf
+    from onemodel_viewer.format import FormatError
+
+    path = _write(data)
+    outcome = "valid"
+    # strict
+    try:
+        doc = omf.open(path)
+    except FormatError as e:
+        outcome = f"{e.kind.value}"
+        doc = None
+    if doc is not None:
+        try:
+            _touch_tensors(doc)
+            if diff:
+                try:
+                    from onemodel_viewer.analysis.diff import diff as diff_docs
+                except ImportError:  # pragma: no cover - diff not there yet
+                    diff_docs = None
+                if diff_docs is not None:
+                    try:
+                        diff_docs(doc, _base_doc())
+                        diff_docs(_base_doc(), doc)
+                    except FormatError:
+                        pass
+        finally:
+            doc.close()
+    # diagnose: never raises
+    doc = omf.open(path, mode="diagnose")
+    try:
+        if outcome == "valid":
+            assert not doc.problems, f"strict accepted, diagnose found {doc.problems[0]}"
+        else:
+            assert doc.problems, "strict raised, diagnose found nothing"
+            assert doc.problems[0].kind.value == outcome
+        _touch_tensors(doc)
+    finally:
+        doc.close()
+    if check_cli:
+        from onemodel_viewer.commands.check import run_check
+
+        out, err = io.StringIO(), io.StringIO()
+        with redirect_stdout(out), redirect_stderr(err):
+            code = run_check([path], as_json=True, strict=False)
+        assert code == (0 if outcome == "valid" else 1), (code, outcome, err.getvalue()[-500:])
+        import json
+
+        report = json.loads(out.getvalue().splitlines()[0])
+        assert report["valid"] is (outcome == "valid")
+        out2 = io.StringIO()
+        with redirect_stdout(out2), redirect_stderr(io.StringIO()):
+            code2 = run_check([path], as_json=False, strict=False)
+        assert code2 == code
+    return outcome
+
+
+KNOWN_BAD_SEEDS = {"valid-zero-count-huge-dims"}
+
+
+def seed_files() -> list[Path]:
+    """Valid seeds: the corpus's valid files, testdata/valid/*.onemodel, and a few hostile ones."""
+    files = sorted((ROOT / "testdata" / "hostile").glob("valid-*.onemodel"))
+    # valid-zero-count-huge-dims: known schema bug (numpy cannot reshape to that shape), pinned by test_hostile.
+    files = [f for f in files if f.stat().st_size < 200_000 and f.stem not in KNOWN_BAD_SEEDS]
+    files += sorted(f for f in (ROOT / "testdata" / "valid").glob("*.onemodel") if f.stat().st_size < 300_000)
+    return files
+
+
+def main() -> None:
+    if len(sys.argv) >= 3 and sys.argv[1] == "--seed":
+        dst = Path(sys.argv[2])
+        dst.mkdir(parents=True, exist_ok=True)
+        for f in seed_files():
+            shutil.copy(f, dst / f.name)
+        print(f"{len(seed_files())} seeds in {dst}")
+        return
+    import atheris
+
+    with atheris.instrument_imports():
+        import onemodel_viewer.analysis.diff  # noqa: F401
+        import onemodel_viewer.commands.check  # noqa: F401
+        import onemodel_viewer.format.header  # noqa: F401
+        import onemodel_viewer.format.manifest  # noqa: F401
+        import onemodel_viewer.format.reader  # noqa: F401
+        import onemodel_viewer.format.schema  # noqa: F401
+        import onemodel_viewer.format.storage  # noqa: F401
+        try:
+            import onemodel_viewer.analysis.layout  # noqa: F401
+        except ImportError:
+            pass
+
+    def test_one_input(data: bytes) -> None:
+        exercise(data)
+
+    atheris.Setup(sys.argv, test_one_input)
+    atheris.Fuzz()
+
+
+if __name__ == "__main__":
+    main()
