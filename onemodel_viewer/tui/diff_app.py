@@ -243,20 +243,32 @@ class DiffApp(App[int]):
         if event.node.data is not None:
             self._show(event.node.data)
 
-    def _set_hex_source(self, side: str, hid: str, storage) -> None:
+    def _set_hex_source(self, side: str, hid: str, storage, tensor: Tensor | None = None) -> None:
         if self._hex_source.get(side) is storage:
             return
         self._hex_source[side] = storage
         bm = None
         doc = self.docs[0 if side == "a" else 1] if self.docs else None
+        path = self.paths[0 if side == "a" else 1]
+        title = side.upper() + " " + safe_str(path, 60)
         if doc is not None and storage is doc.storage:
             bm = self._bytemaps.get(side)
+        elif getattr(storage, "path", None):
+            title += " · external " + safe_str(str(storage.path), 50)  # type: ignore[attr-defined]
+        elif tensor is not None:
+            title += " · bytes of " + safe_str(tensor.name or "(unnamed)", 40) + " (offsets in the tensor)"
+        box = self.query_one("#hexbox-" + side)
+        box.border_title = title
         self.query_one(hid, HexView).set_source(storage, bm)
 
     def _show(self, dn: DiffNode | None) -> None:
         pane = self.query_one(DetailPane)
         if dn is None:
-            pane.show([(Text("no differences" if self.result and self.result.equal else ""), None)])
+            lines = [(Text("no differences" if self.result and self.result.equal else ""), None)]
+            if self.result is not None and self.result.equivalences:
+                lines.append((Text("treated as the same (spec equivalences):", style="bold"), None))
+                lines.extend((Text("  ") + safe_text(e, limit=200), None) for e in self.result.equivalences)
+            pane.show(lines)
             return
         mark, style = MARKERS.get(dn.status, ("?", ""))
         lines: list[tuple[Text, Any]] = []
@@ -306,7 +318,7 @@ class DiffApp(App[int]):
             if not isinstance(rec, Tensor) or rec.is_string or rec.storage is None or rec.file_offset is None:
                 continue
             hv = self.query_one(hid, HexView)
-            self._set_hex_source(side, hid, rec.storage)
+            self._set_hex_source(side, hid, rec.storage, rec)
             if data_diff is not None and "first_byte" in data_diff.detail:
                 info = rec.info
                 width = max(1, (info.bits + 7) // 8) if info is not None else 1
