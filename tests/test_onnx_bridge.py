@@ -377,3 +377,34 @@ def test_diagnose_never_raises_format_errors(tmp_path):
     assert doc.model is None and [(q.kind, q.where) for q in doc.problems] == [(Kind.MALFORMED, "onnx")]
     doc = onnx_bridge.import_onnx(tmp_path / "missing.onnx", mode="diagnose")
     assert doc.model is None and doc.problems[0].kind is Kind.IO
+
+
+def test_inline_raw_data_is_a_view_of_the_onnx_file(tmp_path):
+    """Graph initializers' raw_data is not parsed into memory: tensors are views of the (mapped) file."""
+    src = os.path.join(os.path.dirname(__file__), "..", "testdata", "valid", "showcase.onnx")
+    blob = open(src, "rb").read()
+    doc = onnx_bridge.import_onnx(src)
+    reference = onnx.load(src)
+    for t, tp in zip(doc.model.graph.initializers, reference.graph.initializer):
+        assert isinstance(t.storage, FileStorage) and t.storage.mapped
+        assert blob[t.file_offset : t.file_offset + t.length] == tp.raw_data == t.raw().tobytes()
+    # the file is now a source: converting onto it is refused
+    with pytest.raises(FormatError):
+        writer.write(doc.model, src)
+    assert open(src, "rb").read() == blob
+
+
+def test_unusual_wire_layout_falls_back_to_plain_parsing(tmp_path):
+    """A tensor with raw_data twice (protobuf: the last one wins) is left to protobuf itself."""
+    first, last = np.arange(4, dtype=np.float32).tobytes(), np.arange(4, 8, dtype=np.float32).tobytes()
+    tensor = onnx.TensorProto(name="w", data_type=1, dims=[4]).SerializeToString()
+    tensor += b"\x4a\x10" + first + b"\x4a\x10" + last  # TensorProto field 9 (raw_data) twice
+    out = helper.make_tensor_value_info("w", 1, [4]).SerializeToString()
+    graph = b"\x2a" + bytes([len(tensor)]) + tensor + b"\x62" + bytes([len(out)]) + out  # initializer, output
+    blob = b"\x08\x0a" + b"\x3a" + bytes([len(graph)]) + graph + b"\x42\x02\x10\x15"  # ir 10, graph, opset 21
+    assert onnx.ModelProto.FromString(blob).graph.initializer[0].raw_data == last
+    assert onnx_bridge._strip_initializer_data(blob) is None
+    p = tmp_path / "dup.onnx"
+    p.write_bytes(blob)
+    doc = onnx_bridge.import_onnx(p)
+    assert doc.model.graph.initializers[0].values().tolist() == [4.0, 5.0, 6.0, 7.0]

@@ -123,6 +123,68 @@ def _float_bits(values, proto, field: int) -> tuple[int, ...]:
     return tuple(_fixed32_fields(proto.SerializeToString(), field))
 
 
+def _fields(buf, start: int, end: int):
+    """(field number, wire type, field start, value start, value end) of each field in ``buf[start:end]``."""
+    pos = start
+    while pos < end:
+        fs = pos
+        key, pos = _varint(buf, pos)
+        num, wt = key >> 3, key & 7
+        if wt == 0:
+            _, ve = _varint(buf, pos)
+            vs = pos
+        elif wt == 1:
+            vs, ve = pos, pos + 8
+        elif wt == 5:
+            vs, ve = pos, pos + 4
+        elif wt == 2:
+            ln, vs = _varint(buf, pos)
+            ve = vs + ln
+        else:
+            raise ValueError(f"wire type {wt}")
+        if ve > end or num == 0:
+            raise ValueError("field past the end of its message")
+        pos = ve
+        yield num, wt, fs, vs, ve
+
+
+def _strip_initializer_data(buf) -> tuple[bytes, dict[int, tuple[int, int]]] | None:
+    """The model bytes without the graph initializers' raw_data, and where each raw_data lies in ``buf``.
+
+    Lets the importer parse a model of any size in little memory and map its
+    weights in place. None when the bytes are anything but plain (a repeated
+    singular field, groups, truncation): the caller then parses them as they are.
+    """
+    try:
+        top = list(_fields(buf, 0, len(buf)))
+        graphs = [f for f in top if f[0] == 7]
+        if len(graphs) != 1 or graphs[0][1] != 2:
+            return None
+        _n, _w, _fs, gs, ge = graphs[0]
+        graph = bytearray()
+        spans: dict[int, tuple[int, int]] = {}
+        index = 0
+        for num, wt, fs, vs, ve in _fields(buf, gs, ge):
+            if num == 5 and wt == 2:
+                tfields = list(_fields(buf, vs, ve))
+                raws = [f for f in tfields if f[0] == 9]
+                if len(raws) > 1 or (raws and raws[0][1] != 2):
+                    return None
+                if raws:
+                    stripped = b"".join(buf[f[2]:f[4]] for f in tfields if f[0] != 9)
+                    spans[index] = (raws[0][3], raws[0][4] - raws[0][3])
+                    graph += b"\x2a" + _varint_bytes(len(stripped)) + stripped
+                else:
+                    graph += buf[fs:ve]
+                index += 1
+            else:
+                graph += buf[fs:ve]
+        head = b"".join(buf[f[2]:f[4]] for f in top if f[0] != 7)
+        return head + b"\x3a" + _varint_bytes(len(graph)) + bytes(graph), spans
+    except (ValueError, IndexError):
+        return None
+
+
 def _varint_bytes(n: int) -> bytes:
     out = bytearray()
     while True:
@@ -150,7 +212,9 @@ def _unsafe_location(loc: str) -> bool:
 
 
 class _Importer:
-    def __init__(self, path: str, mode: str) -> None:
+    def __init__(self, path: str, mode: str, raw_spans=None, raw_storage=None) -> None:
+        self.raw_spans: dict[int, tuple[int, int]] = raw_spans or {}
+        self.raw_storage = raw_storage
         self.path = path
         self.base = os.path.dirname(os.path.abspath(path))
         self.strict = mode == "strict"
@@ -245,7 +309,7 @@ class _Importer:
         return ValueInfo(self.text(v.name, where + ".name"), t, where)
 
     # -- tensors
-    def tensor(self, tp, where: str) -> Tensor:
+    def tensor(self, tp, where: str, span: tuple[int, int] | None = None) -> Tensor:
         name, dtype, doc = self.text(tp.name, where + ".name"), tp.data_type, self.text(tp.doc_string, where + ".doc")
         dims = tuple(tp.dims)
         self.dropped(tp, ("metadata_props",), where)
@@ -278,6 +342,14 @@ class _Importer:
         if tp.data_location != 0:
             self.problem(Kind.UNSUPPORTED, where + ".data_location", f"unknown data_location {tp.data_location}")
             return Tensor(name, dtype, dims, doc, where=where)
+        if span is not None:  # raw_data left in the file: a view of it
+            off, ln = span
+            if ln != expected:
+                self.problem(Kind.INVALID_MODEL, where + ".raw_data", f"{ln} bytes of raw_data, {expected} expected from dims and dtype", off)
+                return Tensor(name, dtype, dims, doc, where=where)
+            if expected == 0:
+                return Tensor(name, dtype, dims, doc, where=where)
+            return Tensor(name, dtype, dims, doc, 0, expected, off, self.raw_storage, where=where)
         if tp.HasField("raw_data"):
             raw = tp.raw_data
             if len(raw) != expected:
@@ -428,7 +500,8 @@ class _Importer:
                     t(np_.overload, where + ".overload"), t(np_.doc_string, where + ".doc"), self.texts(np_.input, where + ".inputs"),
                     self.texts(np_.output, where + ".outputs"), attrs, where)
 
-    def graph(self, gp, where: str) -> Graph:
+    def graph(self, gp, where: str, spans: dict[int, tuple[int, int]] | None = None) -> Graph:
+        spans = spans or {}
         self.dropped(gp, ("quantization_annotation", "metadata_props"), where)
         return Graph(
             name=self.text(gp.name, where + ".name"),
@@ -436,7 +509,7 @@ class _Importer:
             inputs=tuple(self.vi(v, f"{where}.inputs[{i}]") for i, v in enumerate(gp.input)),
             outputs=tuple(self.vi(v, f"{where}.outputs[{i}]") for i, v in enumerate(gp.output)),
             value_info=tuple(self.vi(v, f"{where}.value_info[{i}]") for i, v in enumerate(gp.value_info)),
-            initializers=tuple(self.tensor(t, f"{where}.initializers[{i}]") for i, t in enumerate(gp.initializer)),
+            initializers=tuple(self.tensor(t, f"{where}.initializers[{i}]", spans.get(i)) for i, t in enumerate(gp.initializer)),
             sparse_initializers=tuple(self.sparse(s, f"{where}.sparse_initializers[{i}]") for i, s in enumerate(gp.sparse_initializer)),
             nodes=tuple(self.node(n, f"{where}.nodes[{i}]") for i, n in enumerate(gp.node)),
             where=where,
@@ -462,7 +535,7 @@ class _Importer:
         self.dropped(mp, ("training_info", "configuration"), "onnx")
         return Model(
             ir_version=mp.ir_version,
-            graph=self.graph(mp.graph, "onnx.graph"),
+            graph=self.graph(mp.graph, "onnx.graph", self.raw_spans),
             producer_name=self.text(mp.producer_name, "onnx.producer_name"),
             producer_version=self.text(mp.producer_version, "onnx.producer_version"),
             domain=self.text(mp.domain, "onnx.domain"),
@@ -487,9 +560,14 @@ def _infer_attr_type(ap) -> int:
     return 0
 
 
-def import_proto(mp: "onnx.ModelProto", path: str = "model.onnx", mode: str = "strict") -> tuple[Model, list[Problem], list[Finding], tuple[str, ...]]:
-    """Convert a loaded ModelProto; external data is resolved against ``path``'s folder."""
-    imp = _Importer(os.fspath(path), mode)
+def import_proto(mp: "onnx.ModelProto", path: str = "model.onnx", mode: str = "strict", *, raw_spans=None,
+                 raw_storage=None) -> tuple[Model, list[Problem], list[Finding], tuple[str, ...]]:
+    """Convert a loaded ModelProto; external data is resolved against ``path``'s folder.
+
+    ``raw_spans`` maps a graph initializer's index to the (offset, length) of its
+    raw_data in ``raw_storage`` when the proto was parsed without it.
+    """
+    imp = _Importer(os.fspath(path), mode, raw_spans, raw_storage)
     try:
         model = imp.model(mp)
         _resolve(model, imp)
@@ -534,27 +612,29 @@ def import_onnx(path: str | os.PathLike, mode: str = "strict") -> Document:
 
 
 def _import(path: str, mode: str) -> Document:
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError as e:
-        raise FormatError(Kind.IO, "file", None, f"cannot read: {e.strerror or e}") from e
     import onnx
 
+    storage = FileStorage(path)  # FormatError(Io) when it cannot be read; mapped when >= 1 MiB
+    size = storage.size
+    buf = storage.buffer()
+    stripped = _strip_initializer_data(buf)
+    data, spans = stripped if stripped is not None else (storage.read(0, size), {})
     mp = onnx.ModelProto()
     try:
         mp.ParseFromString(data)
     except Exception as e:  # google.protobuf.message.DecodeError and friends
+        storage.close()
         raise FormatError(Kind.MALFORMED, "onnx", None, f"not a valid ONNX protobuf: {e}") from e
-    size = len(data)
-    del data
+    del data, buf
+    if not spans:
+        storage.close()
     if not mp.HasField("graph"):
         problem = Problem(Kind.MALFORMED, "onnx.graph", None, "the ONNX model has no graph")
         if mode == "strict":
             raise FormatError.from_problem(problem)
         return Document(path, "onnx", size, problems=[problem])
     try:
-        model, problems, findings, external = import_proto(mp, path, mode)
+        model, problems, findings, external = import_proto(mp, path, mode, raw_spans=spans, raw_storage=storage)
     except FormatError:
         raise
     except RecursionError as e:
