@@ -54,10 +54,11 @@ def stats_text(t: Tensor, s: Any) -> Text:
     if t.is_string or getattr(s, "dtype", 0) == 8:
         out.append("lengths ", style="bold")
         out.append(f"min {fmt_num(s.min_len)}  max {fmt_num(s.max_len)}  total {fmt_num(s.total_len)}\n")
-        for p in s.previews:
-            out.append('  "')
+        out.append("first ", style="bold")
+        for p in s.previews[:4]:
+            out.append('"')
             out.append_text(safe_text(p, limit=100))
-            out.append('"\n')
+            out.append('"  ')
         return out
     out.append("min ", style="bold")
     out.append(fmt_num(s.min))
@@ -73,13 +74,10 @@ def stats_text(t: Tensor, s: Any) -> Text:
         out.append(f"{label} ", style="bold")
         out.append(f"{n:,}", style="red" if bad and n else "")
         out.append("  ")
-    out.append("\n")
     if s.first:
+        out.append("\n")
         out.append("first ", style="bold")
         out.append_text(safe_text(", ".join(s.first), limit=100))
-    if s.hist_range is not None:
-        lo, hi = s.hist_range
-        out.append(f"\nhistogram {fmt_num(lo)} … {fmt_num(hi)}", style="dim")
     return out
 
 
@@ -87,7 +85,7 @@ class StatsPanel(Vertical):
     """Statistics of one tensor: summary, histogram (sparkline), progress while computing."""
 
     DEFAULT_CSS = """
-    StatsPanel { height: auto; max-height: 9; }
+    StatsPanel { height: auto; max-height: 7; }
     StatsPanel > #stats-summary { height: auto; text-wrap: nowrap; text-overflow: ellipsis; }
     StatsPanel > Sparkline { height: 1; margin: 0 0; }
     StatsPanel > ProgressBar { height: 1; }
@@ -148,6 +146,7 @@ class StatsPanel(Vertical):
             self.state = "idle"
             summary.update(Text("select a tensor; s computes statistics", style="dim"))
             self.query(Sparkline).add_class("hidden")
+            self.border_subtitle = None
             return
         hist = self._part(Sparkline)
         hit = self.cached(t)
@@ -171,6 +170,7 @@ class StatsPanel(Vertical):
             self.query_one("#stats-summary", Static).update(Text("statistics module not available", style="red"))
             return
         self.cancel()
+        self.border_subtitle = None
         ev = threading.Event()
         self._cancel = ev
         self.state = "running"
@@ -248,11 +248,13 @@ class StatsPanel(Vertical):
         self.query_one("#stats-summary", Static).update(stats_text(t, s))
         hist = self._part(Sparkline)
         data = list(getattr(s, "histogram", ()) or ())
+        rng = getattr(s, "hist_range", None)
         if data and any(data):
             hist.data = [float(x) for x in data]
             hist.remove_class("hidden")
         else:
             hist.add_class("hidden")
+        self.border_subtitle = f"histogram {fmt_num(rng[0])} … {fmt_num(rng[1])}" if rng and data else None
 
     def summary_text(self) -> str:
         """Plain text of the summary (tests)."""

@@ -1,0 +1,156 @@
+"""End to end: the INSTALLED ``onemodel-view`` in a real terminal (tmux), keys in, screen text out.
+
+Marked ``e2e``; skipped only when tmux is missing (CI installs it).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.e2e
+
+ROOT = Path(__file__).resolve().parent.parent
+SHOWCASE = ROOT / "testdata" / "valid" / "showcase.onemodel"
+HOSTILE = ROOT / "testdata" / "hostile"
+
+if shutil.which("tmux") is None:  # pragma: no cover - CI installs tmux
+    pytest.skip("tmux is not installed", allow_module_level=True)
+
+
+def _command() -> str:
+    exe = shutil.which("onemodel-view")
+    if exe is None:
+        pytest.skip("onemodel-view is not installed (pip install -e .)")
+    return exe
+
+
+class Tmux:
+    """One detached tmux session running the viewer."""
+
+    def __init__(self, *args: str, width: int = 120, height: int = 40) -> None:
+        self.name = f"omv-{uuid.uuid4().hex[:8]}"
+        env = {**os.environ, "TERM": "xterm-256color"}
+        cmd = " ".join([_command(), *[_quote(a) for a in args]]) + "; echo __EXITED__ $?; sleep 30"
+        subprocess.run(["tmux", "new-session", "-d", "-s", self.name, "-x", str(width), "-y", str(height), cmd],
+                       check=True, env=env)
+
+    def screen(self) -> str:
+        return subprocess.run(["tmux", "capture-pane", "-p", "-t", self.name], capture_output=True, text=True).stdout
+
+    def wait_for(self, text: str, timeout: float = 30.0) -> str:
+        end = time.monotonic() + timeout
+        screen = ""
+        while time.monotonic() < end:
+            screen = self.screen()
+            if text in screen:
+                return screen
+            time.sleep(0.1)
+        raise AssertionError(f"{text!r} did not appear; screen was:\n{screen}")
+
+    def keys(self, *keys: str, literal: bool = False) -> None:
+        for k in keys:
+            subprocess.run(["tmux", "send-keys", "-t", self.name, *(["-l"] if literal else []), k], check=True)
+            time.sleep(0.05)
+
+    def close(self) -> None:
+        subprocess.run(["tmux", "kill-session", "-t", self.name], capture_output=True)
+
+
+def _quote(s: str) -> str:
+    return "'" + s.replace("'", "'\\''") + "'"
+
+
+@pytest.fixture
+def tmux_factory():
+    sessions: list[Tmux] = []
+
+    def make(*args: str, **kw) -> Tmux:
+        t = Tmux(*args, **kw)
+        sessions.append(t)
+        return t
+
+    yield make
+    for t in sessions:
+        t.close()
+
+
+def need(path: Path) -> str:
+    if not path.exists():
+        pytest.skip(f"{path.name} not generated yet")
+    return str(path)
+
+
+def test_e2e_valid_file_navigate_goto_quit(tmux_factory):
+    t = tmux_factory(need(SHOWCASE))
+    screen = t.wait_for("Structure")
+    assert "showcase.onemodel" in screen and "valid" in screen
+    assert "ONEMODEL" in screen  # the hex pane shows the header bytes
+    # search a tensor: detail + hex follow
+    t.keys("/")
+    t.wait_for("Search nodes, tensors")
+    t.keys("embed.tokens", literal=True)
+    t.keys("Enter")
+    screen = t.wait_for("in data region")
+    assert "float16 (code 10)" in screen
+    # go to an offset
+    t.keys("g")
+    t.wait_for("file size")
+    t.keys("0x40", literal=True)
+    t.keys("Enter")
+    screen = t.wait_for("manifest +0")
+    assert "Hex 0x40 " in screen
+    t.keys("q")
+    t.wait_for("__EXITED__ 0")
+
+
+def test_e2e_markup_and_escape_names_literal(tmux_factory):
+    t = tmux_factory(need(HOSTILE / "valid-term-markup.onemodel"))
+    t.wait_for("Structure")
+    t.keys("/")
+    t.wait_for("Search nodes, tensors")
+    t.keys("n0", literal=True)
+    t.keys("Enter")
+    screen = t.wait_for("Mul  n0[bold red]x[/]")  # the detail pane's header line
+    assert "[link=http://evil.example]" in screen
+    t.keys("q")
+    t.wait_for("__EXITED__ 0")
+
+    t2 = tmux_factory(need(HOSTILE / "valid-term-ansi.onemodel"))
+    t2.wait_for("Structure")
+    t2.keys("/")
+    t2.wait_for("Search nodes, tensors")
+    t2.keys("n0", literal=True)
+    t2.keys("Enter")
+    screen = t2.wait_for("← initializer")  # the node's detail is shown
+    assert "n0\\x1b[31mred\\x1b[0m" in screen
+    assert "\x1b" not in screen
+    t2.keys("q")
+    t2.wait_for("__EXITED__ 0")
+
+
+def test_e2e_truncated_file_shows_problems(tmux_factory):
+    t = tmux_factory(need(HOSTILE / "Malformed-file-length-truncated-data.onemodel"))
+    screen = t.wait_for("problem")
+    assert "Malformed" in screen or "problem" in screen
+    t.keys("p")
+    screen = t.wait_for("Malformed")
+    assert "header" in screen or "manifest" in screen
+    t.keys("Escape")
+    time.sleep(0.5)  # let the terminal parser see a lone ESC, not alt+q
+    t.wait_for("Structure")
+    t.keys("q")
+    t.wait_for("__EXITED__ 0")
+
+
+def test_e2e_missing_file_exits_1_without_traceback(tmux_factory, tmp_path):
+    t = tmux_factory(str(tmp_path / "missing.onemodel"))
+    screen = t.wait_for("__EXITED__")
+    assert "__EXITED__ 1" in screen
+    assert "Traceback" not in screen

@@ -1,0 +1,105 @@
+"""Snapshot tests of the viewer's main screens (pytest-textual-snapshot).
+
+Regenerate after an intended change: ``python -m pytest tests/test_tui_snapshots.py --snapshot-update``
+and look at the SVGs in ``tests/__snapshots__/test_tui_snapshots/``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from onemodel_viewer.tui.app import make_app
+
+ROOT = Path(__file__).resolve().parent.parent
+SHOWCASE = ROOT / "testdata" / "valid" / "showcase.onemodel"
+HOSTILE = ROOT / "testdata" / "hostile"
+
+
+def app_for(path: Path):
+    if not path.exists():
+        pytest.skip(f"{path.name} not generated yet")
+    return make_app(str(path))
+
+
+async def settle(pilot) -> None:
+    await pilot.pause()
+    await pilot.app.workers.wait_for_complete()
+    await pilot.pause()
+
+
+def test_snapshot_main_screen(snap_compare):
+    async def run_before(pilot):
+        await settle(pilot)
+
+    assert snap_compare(app_for(SHOWCASE), terminal_size=(120, 40), run_before=run_before)
+
+
+def test_snapshot_node_detail(snap_compare):
+    async def run_before(pilot):
+        await settle(pilot)
+        g = pilot.app.document.model.graph
+        pilot.app.reveal(next(n for n in g.nodes if n.op == "LayerNormalization").where)
+        await settle(pilot)
+
+    assert snap_compare(app_for(SHOWCASE), terminal_size=(120, 40), run_before=run_before)
+
+
+def test_snapshot_tensor_stats(snap_compare):
+    async def run_before(pilot):
+        await settle(pilot)
+        pilot.app.reveal(pilot.app.document.model.graph.initializers[0].where)
+        await settle(pilot)
+
+    assert snap_compare(app_for(SHOWCASE), terminal_size=(120, 40), run_before=run_before)
+
+
+def test_snapshot_problems(snap_compare):
+    async def run_before(pilot):
+        await settle(pilot)
+        await pilot.press("p")
+        await settle(pilot)
+
+    assert snap_compare(app_for(HOSTILE / "InvalidModel-cycle-self.onemodel"), terminal_size=(120, 40),
+                        run_before=run_before)
+
+
+def test_snapshot_layout(snap_compare):
+    async def run_before(pilot):
+        await settle(pilot)
+        await pilot.press("l")
+        await settle(pilot)
+
+    assert snap_compare(app_for(HOSTILE / "valid-shared-bytes.onemodel"), terminal_size=(120, 40),
+                        run_before=run_before)
+
+
+def test_snapshot_help(snap_compare):
+    async def run_before(pilot):
+        await settle(pilot)
+        await pilot.press("question_mark")
+        await settle(pilot)
+
+    assert snap_compare(app_for(SHOWCASE), terminal_size=(120, 40), run_before=run_before)
+
+
+def test_snapshot_80x24(snap_compare):
+    async def run_before(pilot):
+        await settle(pilot)
+        pilot.app.reveal(pilot.app.document.model.graph.initializers[1].where)
+        await settle(pilot)
+
+    assert snap_compare(app_for(SHOWCASE), terminal_size=(80, 24), run_before=run_before)
+
+
+def test_snapshot_hostile_names(snap_compare):
+    """Markup, ANSI escapes, bidi and control characters in names are shown as visible text."""
+
+    async def run_before(pilot):
+        await settle(pilot)
+        doc = pilot.app.document
+        pilot.app.reveal(doc.model.graph.nodes[0].where)
+        await settle(pilot)
+
+    assert snap_compare(app_for(HOSTILE / "valid-term-all.onemodel"), terminal_size=(120, 40), run_before=run_before)
