@@ -312,7 +312,13 @@ def test_function_change():
     assert r.equal and any("node domain" in e for e in r.equivalences)
     f3 = dataclasses.replace(f, nodes=(Node("Elu", "r", inputs=("a",), outputs=("b",)),))
     d = only(D.diff_models(m, base_model(functions=(f3,))))
-    assert d.where == 'functions["custom:f"].nodes["r"].op'
+    assert d.where == 'functions["f"].nodes["r"].op'
+    d = only(D.diff_models(m, base_model(functions=(dataclasses.replace(f, domain="other"),))))
+    assert (d.where, d.a, d.b) == ('functions["f"].domain', "custom", "other")
+    # names that do not identify a function alone: domain:name
+    g = dataclasses.replace(f, domain="second")
+    d = only(D.diff_models(base_model(functions=(f, g)), base_model(functions=(f, dataclasses.replace(g, doc="x")))))
+    assert d.where == 'functions["second:f"].doc'
 
 
 def test_sparse_initializer():
@@ -408,3 +414,43 @@ def test_core_does_not_import_ui():
         "import onemodel_viewer.analysis.diff"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    code=st.sampled_from([1, 3, 4, 10, 11, 15, 16, 19, 21, 22, 23, 25, 27, 28]),
+    n=st.integers(1, 700),
+    flips=st.lists(st.integers(0, 10_000), min_size=0, max_size=12),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_data_comparison_property(code, n, flips, seed):
+    """Any set of flipped bits: the count of differing elements and the first one are exact."""
+    info = DTYPES[code]
+    nbytes = info.byte_length(n)
+    raw = np.random.default_rng(seed).integers(0, 256, nbytes, dtype=np.uint8)
+    if info.bits < 8:  # keep padding bits of the last byte zero, as a writer does
+        used = n * info.bits - (nbytes - 1) * 8
+        raw[-1] &= (1 << used) - 1
+    raw2 = raw.copy()
+    touched = set()
+    for f in flips:
+        bit = f % (n * info.bits)
+        raw2[bit // 8] ^= 1 << (bit % 8)
+        touched ^= {(bit, None)}
+    bits_changed = {b for b, _ in touched}
+    elements = {b // info.bits for b in bits_changed}
+    ta = Tensor("w", code, (n,), length=nbytes, file_offset=0, storage=BytesStorage(raw.tobytes()))
+    tb = Tensor("w", code, (n,), length=nbytes, file_offset=0, storage=BytesStorage(raw2.tobytes()))
+    m = base_model()
+    r = D.diff_models(replace_init(m, 0, ta), replace_init(m, 0, tb))
+    if not elements:
+        assert r.equal
+        return
+    d = only(r)
+    assert d.detail["differing"] == len(elements)
+    assert d.detail["first_index"] == [min(elements)]
+    json.dumps(d.as_json(), allow_nan=False)

@@ -705,7 +705,12 @@ class _Differ:
         if not a and not b:
             return
 
+        names_a, names_b = [f.name for f in a], [f.name for f in b]
+        by_name = len(set(names_a)) == len(names_a) and len(set(names_b)) == len(names_b)
+
         def key(f: Function) -> str:
+            if by_name:  # names alone identify functions: functions["f"]
+                return f.name
             k = f.name if not f.domain else f"{f.domain}:{f.name}"
             return k + (f":{f.overload}" if f.overload else "")
 
@@ -714,6 +719,9 @@ class _Differ:
 
     def function(self, nd: DiffNode, a: Function, b: Function) -> None:
         self.check_cancel()
+        self.field(nd, "name", a.name, b.name)
+        self.field(nd, "domain", a.domain, b.domain)
+        self.field(nd, "overload", a.overload, b.overload)
         self.field(nd, "doc", a.doc, b.doc)
         self.field(nd, "inputs", list(a.inputs), list(b.inputs))
         self.field(nd, "outputs", list(a.outputs), list(b.outputs))
