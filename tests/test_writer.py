@@ -6,6 +6,7 @@ import json
 import os
 import struct
 import time
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -323,3 +324,12 @@ def test_ir_version_below_3_is_refused():
     with pytest.raises(FormatError) as e:
         writer.plan(Model(2, Graph()))
     assert (e.value.kind, e.value.where) == (Kind.INVALID_MODEL, "manifest.ir_version")
+
+
+@pytest.mark.parametrize("attr", [Attribute("a", 1, 1.0), Attribute("a", 1, 1 << 32), Attribute("a", 6, (0, -1)), Attribute("a", 2, 1.5)])
+def test_float_attributes_must_be_bit_patterns(attr):
+    """Attribute(FLOAT, 1.0) once became the bit pattern 1 without a word."""
+    node = Node("Op", "n", attributes=(replace(attr, where="manifest.graph.nodes[0].attributes[0]"),))
+    with pytest.raises(FormatError) as e:
+        writer.encode_manifest(Model(8, Graph(nodes=(node,))))
+    assert (e.value.kind, e.value.where) == (Kind.INVALID_MODEL, "manifest.graph.nodes[0].attributes[0].value")

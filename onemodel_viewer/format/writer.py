@@ -267,6 +267,13 @@ def _sparse(s: SparseTensor) -> dict:
     return {"values": _tensor(s.values), "indices": _tensor(s.indices), "dims": list(s.dims)}
 
 
+def _bits(v, a: Attribute) -> int:
+    """A FLOAT value is its 32-bit pattern (an int), never a Python float: 1.0 would silently become 1."""
+    if v.__class__ is not int or not 0 <= v <= 0xFFFFFFFF:
+        raise FormatError(Kind.INVALID_MODEL, a.where + ".value", None, f"FLOAT attribute value {v!r} is not a 32-bit pattern")
+    return v
+
+
 def _attr(a: Attribute) -> dict:
     d: dict = {"name": a.name, "type": int(a.type)}
     if a.doc:
@@ -277,16 +284,22 @@ def _attr(a: Attribute) -> dict:
     v, t = a.value, a.type
     if v is None:
         return d
-    if t == AttrType.FLOAT or t == AttrType.INT:
-        d["value"] = int(v)
+    if t == AttrType.FLOAT:
+        d["value"] = _bits(v, a)
+    elif t == AttrType.INT:
+        if v.__class__ is not int:
+            raise FormatError(Kind.INVALID_MODEL, a.where + ".value", None, f"INT attribute value {v!r} is not an integer")
+        d["value"] = v
     elif t == AttrType.STRING:
         d["value"] = _b64(v)
     elif t == AttrType.TENSOR:
         d["value"] = _tensor(v)
     elif t == AttrType.GRAPH:
         d["value"] = _graph(v)
-    elif t == AttrType.FLOATS or t == AttrType.INTS:
-        d["value"] = [int(x) for x in v]
+    elif t == AttrType.FLOATS:
+        d["value"] = [_bits(x, a) for x in v]
+    elif t == AttrType.INTS:
+        d["value"] = list(v)
     elif t == AttrType.STRINGS:
         d["value"] = [_b64(x) for x in v]
     elif t == AttrType.TENSORS:
