@@ -10,6 +10,8 @@ import sys
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if ROOT not in sys.path:  # `benchmarks` is not an installed package
+    sys.path.insert(0, ROOT)
 
 
 @pytest.mark.slow
