@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from onemodel_viewer.analysis.layout import all_findings
 from onemodel_viewer.format import manifest as M
 from onemodel_viewer.format.errors import FormatError, Kind
 from onemodel_viewer.format.reader import open_path
@@ -141,17 +142,22 @@ def test_depth_in_a_model_file(tmp_path):
 def test_duplicate_keys_are_findings_last_wins(tmp_path):
     text = json.dumps(model(graph(nodes=[node("Relu", name="a")])))
     text = text.replace('"name": "a"', '"name": "first", "name": "a"')
-    doc = open_path(write(tmp_path, pack(text)))
+    p = write(tmp_path, pack(text))
+    doc = open_path(p, mode="diagnose")
     assert doc.valid
     assert doc.model.graph.nodes[0].name == "a"
     [f] = [f for f in doc.findings if f.code == "duplicate-key"]
     assert f.where == "manifest.graph.nodes[0].name"
     assert f.offset == 64 + text.encode().index(b'"a"', text.index('"first"'))
+    # strict opens skip the (costly) detection; all_findings adds it back
+    strict = open_path(p)
+    assert not [f for f in strict.findings if f.code == "duplicate-key"]
+    assert [g for g in all_findings(strict) if g.code == "duplicate-key"] == [f]
 
 
 def test_duplicate_weird_key_path_is_quoted(tmp_path):
     text = json.dumps(model())[:-1] + ', "a.b": 1, "a.b": 2}'
-    doc = open_path(write(tmp_path, pack(text)))
+    doc = open_path(write(tmp_path, pack(text)), mode="diagnose")
     [f] = [f for f in doc.findings if f.code == "duplicate-key"]
     assert f.where == 'manifest["a.b"]'
     assert f.offset == 64 + text.encode().rindex(b"2")

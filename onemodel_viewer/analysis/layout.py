@@ -301,5 +301,14 @@ def noncanonical(doc: Document) -> Finding | None:
 
 
 def all_findings(doc: Document, lay: Layout | None = None, *, cancel: threading.Event | None = None) -> list[Finding]:
-    """The reader's findings plus :func:`file_findings`."""
-    return list(doc.findings) + file_findings(doc, lay, cancel=cancel)
+    """The reader's findings plus :func:`file_findings` (and ``duplicate-key`` after a strict open)."""
+    out = list(doc.findings)
+    if doc.source == "onemodel" and doc.mode == "strict" and doc.manifest_span is not None and doc.storage is not None:
+        from ..format.reader import duplicate_key_findings
+
+        mo, ml = doc.manifest_span
+        try:
+            out.extend(duplicate_key_findings(doc.storage.read(mo, ml), mo))
+        except FormatError:
+            pass
+    return out + file_findings(doc, lay, cancel=cancel)

@@ -74,6 +74,9 @@ class Document:
     findings: list[Finding] = field(default_factory=list)
     external_files: tuple[str, ...] = ()
     """ONNX: the external data files the model reads."""
+    mode: str = ""
+    """How the OneModel reader opened it (``strict``/``diagnose``): strict skips the costly
+    ``duplicate-key`` detection, which ``analysis.layout.all_findings`` then adds."""
 
     @property
     def valid(self) -> bool:
