@@ -12,14 +12,16 @@ between chunks, and reports progress. Three strategies, chosen by dtype:
   types count whole bytes and fold the nibbles/fields afterwards). Everything then
   follows exactly from at most 65,536 (count, value) pairs: min, max, mean, std,
   NaN/Inf/zero counts and the histogram, with no rounding from summation order.
-* **Two passes** for float32/float64, complex and 32/64-bit integers. Pass 1: sum,
-  min, max, zeros per chunk; NaN/Inf are counted only in chunks whose sum is not
-  finite (a finite sum proves there are none). Pass 2 (needs the global mean and
-  [min, max]): sum of squared deviations from the global mean (a ``dot``, so the
-  variance is the exact two-pass one, not ``E[x²] − E[x]²``) and the 32-bin
-  histogram (bin index computed in the data's own float type, counted with a
-  ``bincount`` over pairs of bin indices). Chunks are handed to a small thread pool:
-  numpy releases the GIL in these loops.
+* **Two passes** for float32/float64, complex and 32/64-bit integers, each chunk cut
+  into 1 MiB blocks so the several numpy passes over a block hit the cache. Pass 1: sum
+  (a BLAS ``dot`` with ones for floats), min, max, zeros; NaN/Inf are counted only in
+  chunks whose sum is not finite (a finite sum proves there are none). Pass 2 (needs
+  the pass-1 mean ``m`` and [min, max]): ``d = x - m``, ``sum(d)`` and ``dot(d, d)``
+  (Bjorck's corrected two-pass: the mean becomes ``m + sum(d)/n`` and the variance is
+  not ``E[x²] − E[x]²``), and the 32-bin histogram (bin index computed in the data's own
+  float type, counted with a ``bincount`` over *pairs* of bin indices). Chunks go to a
+  small thread pool (numpy releases the GIL in these loops); each worker asks OpenBLAS
+  for one thread of its own.
 * **Strings**: lengths and previews.
 
 Semantics (pinned by ``tests/test_stats.py``):
