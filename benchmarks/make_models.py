@@ -13,7 +13,7 @@ stats benchmark uses), then transformer layers: LayerNorm (float32), q/k/v/o Mat
 (float16), rotary embedding, KV-cache Concats, Softmax attention, Reshape with int64 shape
 constants, a SwiGLU MLP (float16; float32 in every 4th layer), residual Adds, a dynamic
 shape chain (Shape/Gather/Unsqueeze/Concat). Layer 3's ``wq`` holds NaN and ±Inf, one
-float32 MLP weight a NaN. About 2,400 tensors and 8,700 nodes at 4 GiB. Weights are
+float32 MLP weight a NaN. About 2,460 tensors and 10,000 nodes at 4 GiB. Weights are
 slices of a fixed random pool (seeded), so the same size always gives the same bytes.
 """
 
@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-GENERATOR_VERSION = 2
+GENERATOR_VERSION = 3
 INLINE_LIMIT = 2_000_000_000
 """Inline ONNX only under this size (protobuf's 2 GB limit)."""
 EXTERNAL_MIN = 1024
@@ -178,6 +178,7 @@ def build(out_dir: str, size: int) -> dict:
         axis3 = tensor("rope.axis", I64, [1], np.array([3]))
         one = tensor("const.one", I64, [1], np.array([1]))
         hid = tensor("const.hidden", I64, [1], np.array([h]))
+        two = tensor("const.two", I64, [], np.array(2))
         x = "hidden.0"
         for i in range(L):
             p = f"model.layers.{i}"
@@ -201,6 +202,17 @@ def build(out_dir: str, size: int) -> dict:
             ls1, ls2 = tensor(f"{p}.ls1", F32, [h]), tensor(f"{p}.ls2", F32, [h])
             idx1 = tensor(f"{p}.seq_index", I64, [], np.array(1))
             n = lambda s: f"{p}.{s}"  # noqa: E731 - value names
+            # attention bias for this step: expand to [1, 1, seq, past + seq]
+            node("Shape", [x], [n("in_shape")], n("bias.in_shape"))
+            node("Gather", [n("in_shape"), idx1], [n("in_seq")], n("bias.in_seq"), axis=0)
+            node("Shape", [f"past.{i}.key"], [n("past_shape")], n("bias.past_shape"))
+            node("Gather", [n("past_shape"), two], [n("past_len")], n("bias.past_len"), axis=0)
+            node("Add", [n("past_len"), n("in_seq")], [n("total_len")], n("bias.total_len"))
+            node("Unsqueeze", [n("in_seq"), zero], [n("in_seq1")], n("bias.in_seq1"))
+            node("Unsqueeze", [n("total_len"), zero], [n("total1")], n("bias.total1"))
+            node("Concat", [one, one, n("in_seq1"), n("total1")], [n("bias_shape")], n("bias.shape"), axis=0)
+            node("Expand", ["attention_bias", n("bias_shape")], [n("bias")], n("bias.expand"))
+            node("Cast", [n("bias")], [n("bias16")], n("bias.cast"), to=F16)
             node("LayerNormalization", [x, ln1w, ln1b], [n("ln1")], n("ln1"), axis=-1, epsilon=1e-5)
             node("Cast", [n("ln1")], [n("ln1.h")], n("ln1.cast"), to=F16)
             for proj, wt in (("q", wq), ("k", wk), ("v", wv)):
@@ -224,7 +236,7 @@ def build(out_dir: str, size: int) -> dict:
             node("Transpose", [f"present.{i}.key"], [n("kT")], n("attn.k_t"), perm=[0, 1, 3, 2])
             node("MatMul", [n("q.rope"), n("kT")], [n("scores")], n("attn.scores"))
             node("Mul", [n("scores"), sc], [n("scaled")], n("attn.scale"))
-            node("Add", [n("scaled"), "attention_bias"], [n("masked")], n("attn.mask"))
+            node("Add", [n("scaled"), n("bias16")], [n("masked")], n("attn.mask"))
             node("Softmax", [n("masked")], [n("probs")], n("attn.softmax"), axis=-1)
             node("MatMul", [n("probs"), f"present.{i}.value"], [n("ctx")], n("attn.ctx"))
             node("Transpose", [n("ctx")], [n("ctx.t")], n("attn.ctx_transpose"), perm=[0, 2, 1, 3])
