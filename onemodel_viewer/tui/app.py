@@ -455,7 +455,7 @@ class OneModelApp(App[int]):
 
         from .layout_screen import LayoutScreen
 
-        self.push_screen(LayoutScreen(self.bytemap, self._hex_storage), done)
+        self.push_screen(LayoutScreen(self.bytemap, self._hex_storage, self.document), done)
 
     def load_document(self, doc: Document) -> None:
         """Show another document (the old one is closed)."""

@@ -1,12 +1,16 @@
 """The ``l`` screen: the file's extents in order — header, manifest, padding, each tensor,
 gaps no tensor owns, overlaps, non-zero padding and bytes past the data region.
 
-The extents are computed in a thread worker (checking padding and gaps for non-zero
-bytes reads them); choosing a row returns its start offset.
+For OneModel files the extents are :func:`onemodel_viewer.analysis.layout.layout`'s (the
+project's one byte map, also behind ``--check``'s findings); other sources fall back to
+:func:`compute_extents` over the viewer's :class:`ByteMap`. Either way they are computed in
+a thread worker (checking padding and gaps for non-zero bytes reads them, cancellable);
+choosing a row returns ``(start, length)``.
 """
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,6 +54,31 @@ def _nonzero(storage: Storage | None, start: int, end: int) -> int | None:
             return pos + int(nz[0])
         pos += n
     return None
+
+
+def from_analysis(doc, cancel=None) -> list[Extent]:
+    """Rows from :func:`analysis.layout.layout` (OneModel documents)."""
+    from ..analysis.layout import layout
+
+    lay = layout(doc, cancel=cancel)
+    out: list[Extent] = []
+    for e in lay.extents:
+        name = ", ".join(n or "(unnamed)" for n in e.names)
+        note = ""
+        if e.kind == "overlap":
+            note = f"shared by {e.owners} tensors"
+        if e.kind in ("padding", "gap", "tail"):
+            note = {True: "NON-ZERO bytes", False: "zero", None: "not scanned"}[e.nonzero]
+            if e.kind == "padding" and e.names:
+                note += f" (after {e.names[0] or '(unnamed)'})"
+                name = ""
+        if e.kind == "tensor" and e.start % 64:
+            note = "NOT 64-aligned"
+        out.append(Extent(e.start, e.end, e.kind, name, note))
+    for e in lay.empties:
+        out.append(Extent(e.start, e.end, "tensor", ", ".join(e.names), "zero-length"))
+    out.sort(key=lambda e: (e.start, e.end))
+    return out
 
 
 def compute_extents(bm: ByteMap, storage: Storage | None) -> list[Extent]:
@@ -101,11 +130,13 @@ class LayoutScreen(ModalScreen[Any]):
     LayoutScreen > DataTable { height: 1fr; }
     """
 
-    def __init__(self, bytemap: ByteMap, storage: Storage | None) -> None:
+    def __init__(self, bytemap: ByteMap, storage: Storage | None, document=None) -> None:
         super().__init__()
         self.bytemap = bytemap
         self.storage = storage
+        self.document = document
         self.extents: list[Extent] | None = None
+        self._cancel = threading.Event()
 
     def compose(self) -> ComposeResult:
         yield Static(Text(" layout: computing…", style="bold"), id="layout-title")
@@ -121,7 +152,11 @@ class LayoutScreen(ModalScreen[Any]):
     @work(thread=True, exclusive=True, group="layout", exit_on_error=False)
     def _compute(self) -> None:
         try:
-            ext = compute_extents(self.bytemap, self.storage)
+            doc = self.document
+            if doc is not None and doc.source == "onemodel":
+                ext = from_analysis(doc, cancel=self._cancel)
+            else:
+                ext = compute_extents(self.bytemap, self.storage)
             err = None
         except FormatError as e:
             ext, err = [], f"{e.kind}: {e.message}"
@@ -141,7 +176,7 @@ class LayoutScreen(ModalScreen[Any]):
             table.add_row(
                 Text(f"0x{e.start:x}", style="cyan"), Text(f"0x{e.end:x}", style="cyan"),
                 Text(human_size(e.end - e.start)), Text(e.kind, style=KIND_STYLE.get(e.kind, "")),
-                safe_text(e.name, limit=60), Text(e.note, style="red" if "NON-ZERO" in e.note or "NOT" in e.note else "dim"),
+                safe_text(e.name, limit=60), Text(e.note, style="red" if "NON-ZERO" in e.note or "NOT" in e.note or e.kind == "overlap" else "dim"),
                 key=str(i),
             )
         title = Text(" layout: ", style="bold")
@@ -161,9 +196,11 @@ class LayoutScreen(ModalScreen[Any]):
         self._choose(event.cursor_row)
 
     def _choose(self, row: int) -> None:
+        self._cancel.set()
         if self.extents and 0 <= row < len(self.extents):
             e = self.extents[row]
             self.dismiss((e.start, e.end - e.start))
 
     def action_close(self) -> None:
+        self._cancel.set()
         self.dismiss(None)

@@ -49,9 +49,9 @@ def _local_visible(s: str) -> str:
 
 
 def visible(s: str) -> str:
-    """``s`` with every control/escape/bidi/zero-width character shown as an escape."""
+    """``s`` with every control/escape/bidi/zero-width character shown as an escape (not cut)."""
     if _shared_visible is not None:
-        return _shared_visible(s)
+        return _shared_visible(s, limit=None)
     return _local_visible(s)
 
 
@@ -68,15 +68,15 @@ def cut(s: str, limit: int = MAX_NAME) -> str:
 def safe_text(s: str | bytes, style: str = "", limit: int = MAX_NAME) -> Text:
     """File content as literal, visible, bounded :class:`Text` (never markup)."""
     if isinstance(s, bytes):
-        s = decode_bytes(s)
-    return Text(cut(visible(s), limit), style=style, no_wrap=False)
+        s = decode_bytes(s[: limit * 4 + 4])
+    return Text(cut(visible(s[: limit + 1]), limit), style=style, no_wrap=False)
 
 
 def safe_str(s: str | bytes, limit: int = MAX_NAME) -> str:
     """Plain-string form of :func:`safe_text` (for search matching and plain output)."""
     if isinstance(s, bytes):
-        s = decode_bytes(s)
-    return cut(visible(s), limit)
+        s = decode_bytes(s[: limit * 4 + 4])
+    return cut(visible(s[: limit + 1]), limit)
 
 
 def human_size(n: int) -> str:
