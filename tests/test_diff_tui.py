@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 
-import numpy as np
 
 from onemodel_viewer.format.document import Document
 from onemodel_viewer.format.storage import BytesStorage

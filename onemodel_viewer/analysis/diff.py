@@ -36,7 +36,7 @@ import mmap
 import threading
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -307,47 +307,42 @@ def _chunk_elements(
     """Element-level pass over one differing slice of bytes; ``elem0`` is its first element index."""
     bits = info.bits
     if bits >= 8:
-        per = bits // 8
-        n = ra.size // per
         ea, eb = _elem_view(ra, bits), _elem_view(rb, bits)
         if bits == 128:
             mask = np.any(ea != eb, axis=1)
         else:
             mask = ea != eb
-        idx = np.flatnonzero(mask)
-        if idx.size == 0:
-            return
         va = ra.view(info.numpy)
         vb = rb.view(info.numpy)
     else:
         n = min(ra.size * 8 // bits, count_total - elem0)
         ca, cb = _codes(ra, bits, n), _codes(rb, bits, n)
         mask = ca != cb
-        idx = np.flatnonzero(mask)
-        if idx.size == 0:
-            return
         va = ca.view(info.numpy)
         vb = cb.view(info.numpy)
-    st.count += int(idx.size)
+    cnt = int(np.count_nonzero(mask))
+    if cnt == 0:
+        return
+    st.count += cnt
     if st.first is None:
-        i = int(idx[0])
+        i = int(mask.argmax())
         st.first = elem0 + i
         st.a_first = _fmt_element(va[i : i + 1], info.code)
         st.b_first = _fmt_element(vb[i : i + 1], info.code)
     if info.is_float:
-        _float_stats(va, vb, mask, idx, info, st)
+        _float_stats(va, vb, mask, cnt, info, st)
 
 
-def _float_stats(va: np.ndarray, vb: np.ndarray, mask: np.ndarray, idx: np.ndarray, info, st: _DataStats) -> None:
+def _float_stats(va: np.ndarray, vb: np.ndarray, mask: np.ndarray, cnt: int, info, st: _DataStats) -> None:
     """Max abs/rel difference and non-finite count over the differing elements of one slice.
 
     When most elements differ it works on the whole slice (no gathers); equal
     elements then contribute a difference of 0. Types of 16 bits or less are
     widened to float32 (exact), wider ones to float64.
     """
-    dense = idx.size * 4 >= va.size
+    dense = cnt * 4 >= va.size
     if not dense:
-        va, vb = va[idx], vb[idx]
+        va, vb = va[mask], vb[mask]
     with np.errstate(all="ignore"):
         if np.iscomplexobj(va):
             xa, xb = va.astype(np.complex128), vb.astype(np.complex128)
