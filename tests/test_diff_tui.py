@@ -136,3 +136,26 @@ def test_equal_models():
 
 def test_unreadable_file_is_reported_not_raised(tmp_path):
     asyncio.run(_unreadable_file_is_reported_not_raised(tmp_path))
+
+
+async def _real_files_hex_follows_selection():
+    import os
+
+    from onemodel_viewer.format.schema import Tensor
+
+    valid = os.path.join(os.path.dirname(__file__), os.pardir, "testdata", "valid")
+    app = make_diff_app(os.path.join(valid, "external.onemodel"), os.path.join(valid, "external.onnx"))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert app.result is not None and app.result.equal
+        dn = next(n for n in app.result.root.walk() if isinstance(n.a, Tensor) and n.a.length > 0)
+        assert app.query_one(DiffTree).reveal(dn)
+        await pilot.pause()
+        assert app.query_one("#hex-a", HexView).cursor == dn.a.file_offset
+        assert app.query_one("#hex-b", HexView).cursor == dn.b.file_offset
+        assert app.query_one("#hex-a", HexView).highlight == (dn.a.file_offset, dn.a.file_offset + dn.a.length)
+
+
+def test_real_files_hex_follows_selection():
+    asyncio.run(_real_files_hex_follows_selection())
