@@ -3,7 +3,8 @@
 Every figure is measured ``--repeat`` times (whole-process figures at least 5) and the
 median is reported, next to a baseline measured the same way in the same run, on a warm
 page cache. Peak RSS of a child process comes from ``os.wait4`` (``ru_maxrss``: every page
-the process touched, file-backed mapped pages included); "anon" is the peak of
+the process touched, file-backed mapped pages included), children being started by a
+small launcher process (see :mod:`benchmarks.proc` for why); "anon" is the peak of
 ``RssAnon`` sampled from ``/proc/<pid>/status`` every 10 ms (memory the process allocated,
 not page cache it mapped). Nothing here asserts a time: pass/fail is printed, never raised.
 """
@@ -12,23 +13,30 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import fcntl
 import json
 import os
 import platform
 import shutil
 import statistics
 import struct
-import subprocess
 import sys
-import tempfile
-import termios
-import threading
 import time
 from dataclasses import dataclass
 from typing import Callable
 
 from . import make_models
+from .proc import Launcher, Proc
+
+_launcher: Launcher | None = None
+
+
+def run_proc(cmd: list[str], **kw) -> Proc:
+    """Run through the launcher (started in :func:`main`), else directly."""
+    if _launcher is not None:
+        return _launcher.run(cmd, **kw)
+    from .proc import run_proc as direct
+
+    return direct(cmd, **kw)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 EXIT_ENV = "ONEMODEL_VIEW_EXIT_AFTER_FIRST_SCREEN"
@@ -49,101 +57,6 @@ class Row:
     @property
     def verdict(self) -> str:
         return "n/a" if self.ok is None else ("pass" if self.ok else "FAIL")
-
-
-@dataclass
-class Proc:
-    seconds: float
-    rc: int
-    maxrss: int
-    """Peak RSS in bytes (ru_maxrss)."""
-    anon: int
-    """Peak RssAnon in bytes (sampled)."""
-    out: str
-    err: str
-
-
-# ---------------------------------------------------------------------------- process runner
-
-
-def _status_kib(pid: int, field: str) -> int:
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith(field + ":"):
-                    return int(line.split()[1])
-    except (OSError, ValueError):
-        pass
-    return 0
-
-
-def run_proc(cmd: list[str], *, env: dict | None = None, tty: bool = False, timeout: float = 900) -> Proc:
-    """Run ``cmd`` to completion: wall time, exit code, peak RSS (rusage) and sampled peak anon RSS."""
-    full_env = dict(os.environ)
-    if env:
-        full_env.update(env)
-    out_f = tempfile.TemporaryFile()
-    err_f = tempfile.TemporaryFile()
-    master = slave = None
-    chunks: list[bytes] = []
-    if tty:
-        master, slave = os.openpty()
-        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
-        full_env.setdefault("TERM", "xterm-256color")
-        full_env.pop("COLUMNS", None)
-        full_env.pop("LINES", None)
-    t0 = time.perf_counter()
-    if tty:
-        p = subprocess.Popen(cmd, stdin=slave, stdout=slave, stderr=slave, env=full_env, start_new_session=True)
-        os.close(slave)
-
-        def drain() -> None:
-            while True:
-                try:
-                    data = os.read(master, 65536)
-                except OSError:
-                    break
-                if not data:
-                    break
-                chunks.append(data)
-
-        reader = threading.Thread(target=drain, daemon=True)
-        reader.start()
-    else:
-        p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out_f, stderr=err_f, env=full_env)
-    peak_anon = [0]
-    done = threading.Event()
-
-    def sample() -> None:
-        while not done.is_set():
-            peak_anon[0] = max(peak_anon[0], _status_kib(p.pid, "RssAnon"))
-            done.wait(0.01)
-
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
-    killer = threading.Timer(timeout, lambda: p.kill())
-    killer.start()
-    try:
-        _, status, ru = os.wait4(p.pid, 0)
-    finally:
-        killer.cancel()
-        done.set()
-    seconds = time.perf_counter() - t0
-    p.returncode = os.waitstatus_to_exitcode(status)
-    sampler.join()
-    out = err = ""
-    if tty:
-        reader.join(timeout=2)
-        os.close(master)
-        out = b"".join(chunks).decode("utf-8", "replace")
-    else:
-        out_f.seek(0)
-        err_f.seek(0)
-        out = out_f.read().decode("utf-8", "replace")
-        err = err_f.read().decode("utf-8", "replace")
-    out_f.close()
-    err_f.close()
-    return Proc(seconds, p.returncode, ru.ru_maxrss * 1024, peak_anon[0] * 1024, out, err)
 
 
 def median_proc(cmd: list[str], repeat: int, **kw) -> tuple[float, Proc]:
@@ -305,6 +218,12 @@ class Suite:
     def missing(self, figure: str, target: str, why: str) -> None:
         self.add(Row(figure, "n/a", "n/a", "", target, None, note=why))
 
+    def rss_rows(self, what: str, p: Proc) -> None:
+        self.add(Row(f"{what} peak RSS (ru_maxrss)", fmt_b(p.maxrss), "", "", "< 512 MiB", p.maxrss < 512 * MIB, fmt_rss(p),
+                     note="counts every mapped file page the process touched (reclaimable page cache)"))
+        self.add(Row(f"{what} peak anonymous RSS", fmt_b(p.anon), "", "", "< 512 MiB", p.anon < 512 * MIB, fmt_rss(p),
+                     note="RssAnon sampled every 10 ms: the memory the process itself allocated"))
+
     # -- whole-process --check
     def check(self) -> None:
         fig, target = "--check --json (whole process)", "<= 2x"
@@ -420,8 +339,7 @@ class Suite:
         t, tb = statistics.median(times), statistics.median(cp_times)
         self.add(ratio_row(fig, t, tb, 2.0, target, rss=fmt_rss(proc),
                            note=f"{os.path.getsize(data) / MIB:.0f} MiB of weights; output deleted after each run"))
-        self.add(Row("--convert peak RSS", fmt_b(proc.maxrss), "", "", "< 512 MiB", proc.maxrss < 512 * MIB, fmt_rss(proc),
-                     note="ru_maxrss counts mapped file pages the process touched; anon is its own memory"))
+        self.rss_rows("--convert", proc)
 
     # -- diff
     def diff(self) -> None:
@@ -456,8 +374,7 @@ class Suite:
         verdict = "equal" if p.rc == 0 else "DIFFERENT (unexpected: same model)"
         self.add(ratio_row(fig, t, tb, 2.0, target, rss=fmt_rss(p),
                            note=f"{nbytes / MIB:.0f} MiB compared; diff says {verdict}; baseline says {pb.out.strip()}"))
-        self.add(Row("--diff peak RSS", fmt_b(p.maxrss), "", "", "< 512 MiB", p.maxrss < 512 * MIB, fmt_rss(p),
-                     note="ru_maxrss counts mapped file pages the process touched; anon is its own memory"))
+        self.rss_rows("--diff", p)
 
     # -- open vs onnx.load
     def onnx_load(self) -> None:
@@ -494,6 +411,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="at least this many runs for whole-process figures (default 5)")
     ap.add_argument("--only", help=f"comma-separated subset of: {','.join(FIGURES)}")
     args = ap.parse_args(argv)
+    global _launcher
+    _launcher = Launcher()  # before this process grows: see benchmarks/proc.py
     only = set(args.only.split(",")) if args.only else set(FIGURES)
     unknown = only - set(FIGURES)
     if unknown:
@@ -510,6 +429,7 @@ def main(argv: list[str] | None = None) -> int:
             log(f"{name}...")
             getattr(suite, {"open": "open_lib"}.get(name, name))()
     load1 = os.getloadavg()
+    _launcher.close()
     header = [
         f"onemodel-view benchmarks, model {make_models.size_label(size)}: {summary['tensors']:,} tensors, "
         f"{summary['nodes']:,} nodes, {summary['data_bytes'] / MIB:,.0f} MiB of weights; "
