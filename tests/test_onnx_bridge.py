@@ -408,3 +408,10 @@ def test_unusual_wire_layout_falls_back_to_plain_parsing(tmp_path):
     p.write_bytes(blob)
     doc = onnx_bridge.import_onnx(p)
     assert doc.model.graph.initializers[0].values().tolist() == [4.0, 5.0, 6.0, 7.0]
+
+
+def test_export_external_without_big_tensors_writes_no_data_file(tmp_path):
+    doc = omf.open(os.path.join(os.path.dirname(__file__), "..", "testdata", "valid", "sparse.onemodel"))
+    onnx_bridge.export_onnx(doc.model, tmp_path / "s.onnx", external=True)
+    assert os.listdir(tmp_path) == ["s.onnx"]
+    onnx.checker.check_model(onnx.load(str(tmp_path / "s.onnx")))

@@ -874,6 +874,8 @@ def export_onnx(model: Model, path: str | os.PathLike, *, sources: Iterable[str]
         external = total > PROTO_LIMIT
     data_path = dst + ".data"
     writer._refuse_sources(dst, srcs)
+    if external and not any(t.length >= EXTERNAL_THRESHOLD for t in tensors):
+        external = False  # nothing big enough to move: no empty .data file
     if not external:
         fds = writer._SourceFds()
         try:
