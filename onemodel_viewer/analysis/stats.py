@@ -244,14 +244,14 @@ class _Driver:
             self.progress(self.done, self.total)
 
     def map(self, fn: Callable[[_Chunk], Any], chunks: list[_Chunk]) -> Iterator[Any]:
-        if self.threads <= 1 or len(chunks) < 4:
+        if self.threads <= 1 or len(chunks) < MIN_PARALLEL_CHUNKS:
             for c in chunks:
                 self.between()
                 r = fn(c)
                 self.advance(c.b1 - c.b0)
                 yield r
             return
-        pool = ThreadPoolExecutor(max_workers=self.threads, thread_name_prefix="omv-stats")
+        pool = _pool(self.threads)
         window: deque = deque()
         try:
             it = iter(chunks)
@@ -272,10 +272,29 @@ class _Driver:
         finally:
             for _, fut in window:
                 fut.cancel()
-            pool.shutdown(wait=True, cancel_futures=True)
+            for _, fut in window:  # let in-flight work finish before the views go away
+                if not fut.cancelled():
+                    try:
+                        fut.result()
+                    except BaseException:  # noqa: BLE001 - already reported or cancelled
+                        pass
 
 
 _local = threading.local()
+_pools: dict[int, ThreadPoolExecutor] = {}
+_pools_lock = threading.Lock()
+MIN_PARALLEL_CHUNKS = 2
+MIN_UNIT_BYTES = 512 << 10
+"""Smallest work unit handed to a worker thread."""
+
+
+def _pool(threads: int) -> ThreadPoolExecutor:
+    """A process-wide pool per thread count (created once: no thread start-up per tensor)."""
+    with _pools_lock:
+        pool = _pools.get(threads)
+        if pool is None:
+            pool = _pools[threads] = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="omv-stats")
+        return pool
 
 
 @functools.cache
@@ -442,7 +461,7 @@ def compute_stats(
     unit = chunk_bytes
     if threads > 1 and raw.size < 4 * threads * chunk_bytes:
         # a tensor of a few chunks: finer work units so every thread gets some
-        unit = min(chunk_bytes, max(BLOCK_BYTES, -(-raw.size // (4 * threads))))
+        unit = min(chunk_bytes, max(MIN_UNIT_BYTES, -(-raw.size // (4 * threads))))
     chunks = _chunks(info, count, raw.size, unit)
     if info.bits <= 16 and count <= SMALL and raw.size <= chunk_bytes:
         stats = _small_stats(raw, info, count, first)
