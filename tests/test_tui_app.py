@@ -506,3 +506,36 @@ def test_make_app_shares_document():
     doc = omf.open(str(need(SHOWCASE)))
     app = make_app(document=doc)
     assert isinstance(app, OneModelApp) and app.document is doc
+
+
+@pytest.mark.slow
+@aio
+async def test_every_hostile_file_opens_and_browses():
+    """No file may crash the viewer: open each hostile file, build every tree item and its detail."""
+    files = sorted(HOSTILE.glob("*.onemodel")) if HOSTILE.exists() else []
+    if not files:
+        pytest.skip("hostile corpus not generated")
+    app = make_app(document=omf.open(str(files[0]), mode="diagnose"))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        tree = app.query_one(StructureTree)
+        for i, path in enumerate(files):
+            doc = omf.open(str(path), mode="diagnose")
+            app.load_document(doc)
+            expand_all(tree, limit=100)
+            todo = list(tree.root.children)
+            seen = 0
+            while todo and seen < 100:
+                node = todo.pop()
+                todo.extend(node.children)
+                seen += 1
+                if node.data is not None:
+                    for text, _link in app.describer.describe(node.data):
+                        assert not (set(text.plain) & CONTROL), (path.name, text.plain)
+            for p in doc.problems:
+                app.jump_to_problem(p)
+            hexv = app.query_one(HexView)
+            hexv.goto(max(0, doc.size - 1))
+            if i % 25 == 0:
+                await pilot.pause()
+            assert app.is_running, path.name
