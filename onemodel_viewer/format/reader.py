@@ -49,6 +49,7 @@ import dataclasses
 import gc
 import heapq
 import itertools
+import operator
 import os
 
 from . import header as _header
@@ -86,6 +87,9 @@ _ABSENT = object()
 _EMPTY: list = []
 _join = "".join
 _chain = itertools.chain
+_tensor_fields = operator.itemgetter("name", "dtype", "dims", "data")
+_data_fields = operator.itemgetter("offset", "length")
+_node_fields = operator.itemgetter("name", "op", "domain", "overload", "inputs", "outputs", "attributes")
 _DEFAULT_DOMAINS = ("", "ai.onnx")
 _TYPE_KINDS = ("tensor", "sparse_tensor", "sequence", "optional", "map", "opaque")
 _GRAPH_ARRAYS = ("inputs", "outputs", "value_info", "initializers", "sparse_initializers", "nodes")
@@ -516,17 +520,14 @@ class _Builder:
         return self.type(v, f"{w}.{key}", level + 1)
 
     def node(self, o, w: str, level: int) -> Node:
-        # Fast path: every field present with the right JSON type (what writers emit).
-        if type(o) is dict:
-            get = o.get
-            op = get("op")
-            name = get("name", "")
-            domain = get("domain", "")
-            overload = get("overload", "")
-            doc = get("doc", "")
-            inputs = get("inputs")
-            outputs = get("outputs")
-            attrs = get("attributes", _EMPTY)
+        # Fast path: every field present with the right JSON type (what writers emit: section 4
+        # always writes these seven), fetched in one C call.
+        try:
+            name, op, domain, overload, inputs, outputs, attrs = _node_fields(o)
+        except (KeyError, TypeError):
+            pass
+        else:
+            doc = "" if len(o) == 7 else o.get("doc", "")
             if (
                 type(op) is str and type(name) is str and type(domain) is str and type(overload) is str
                 and type(doc) is str and type(inputs) is list and type(outputs) is list and type(attrs) is list
@@ -730,6 +731,41 @@ class _Builder:
         return (), None
 
     def tensor(self, o, w: str) -> Tensor:
+        # Fast path: a sound non-string tensor with a usable data region; anything else (or
+        # anything doubtful) goes through tensor_slow, which reports it.
+        storage = self.storage
+        if storage is not None:
+            try:
+                name, dtype, dims, data = _tensor_fields(o)
+                offset, length = _data_fields(data)
+            except (KeyError, TypeError):
+                name = None
+            if name is not None and len(o) != 4:
+                doc = o.get("doc", "")
+                if "strings" in o:
+                    name = None
+            else:
+                doc = ""
+            if (
+                type(name) is str and type(dtype) is int and type(dims) is list and type(doc) is str
+                and dtype != STRING and type(offset) is int and type(length) is int
+            ):
+                info = DTYPES.get(dtype)
+                if info is not None:
+                    count = 1
+                    for d in dims:
+                        if type(d) is not int or d < 0 or d > I64_MAX or count >= MAX_COUNT:
+                            break
+                        count *= d
+                    else:
+                        if (
+                            count < MAX_COUNT and length == (count * info.bits + 7) // 8 and length <= MAX_TENSOR_BYTES
+                            and 0 <= offset and (length == 0 or offset % 64 == 0) and offset + length <= self.data_length
+                        ):
+                            return _Tensor(name, dtype, tuple(dims), doc, offset, length, self.data_offset + offset, storage, None, w)
+        return self.tensor_slow(o, w)
+
+    def tensor_slow(self, o, w: str) -> Tensor:
         if type(o) is not dict:
             self.wrong(w, o, "a Tensor (an object)")
             return _Tensor(name="", dtype=0, dims=(), where=w)
