@@ -415,3 +415,14 @@ def test_export_external_without_big_tensors_writes_no_data_file(tmp_path):
     onnx_bridge.export_onnx(doc.model, tmp_path / "s.onnx", external=True)
     assert os.listdir(tmp_path) == ["s.onnx"]
     onnx.checker.check_model(onnx.load(str(tmp_path / "s.onnx")))
+
+
+def test_external_hard_link_is_refused(tmp_path):
+    """A hard link inside the folder can point at any file the user can read: refused like a symlink escape."""
+    d = tmp_path / "model"
+    d.mkdir()
+    (tmp_path / "secret.bin").write_bytes(bytes(64))
+    os.link(tmp_path / "secret.bin", d / "w.bin")
+    with pytest.raises(FormatError) as e:
+        onnx_bridge.import_onnx(_save(d, _ext_model("w.bin")))
+    assert (e.value.kind, e.value.where) == (Kind.MALFORMED, "onnx.graph.initializers[0].external_data.location")

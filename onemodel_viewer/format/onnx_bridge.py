@@ -14,8 +14,9 @@ external ``<dst>.data`` file (streamed) when they would not fit in a protobuf.
 
 Decisions (see the report / README format notes):
 
-* an external ``location`` that is absolute, contains ``..``, or resolves
-  (symlinks included) outside the model's folder is **Malformed** at
+* an external ``location`` that is absolute, contains ``..``, resolves
+  (symlinks included) outside the model's folder, or names a file with more
+  than one hard link is **Malformed** at
   ``<tensor>.external_data.location`` and is never opened; a missing or
   unreadable external file is **Io**; a range past its end is **Malformed**;
   a length not matching dims and dtype is **InvalidModel**;
@@ -426,6 +427,9 @@ class _Importer:
                 return empty
             if not stat.S_ISREG(st.st_mode):
                 self.problem(Kind.IO, w + ".location", f"external data {loc!r} is not a regular file")
+                return empty
+            if st.st_nlink > 1:  # a hard link may be a way out of the folder that realpath cannot see
+                self.problem(Kind.MALFORMED, w + ".location", f"external data {loc!r} has {st.st_nlink} hard links; refused")
                 return empty
             try:
                 storage = FileStorage(full)
