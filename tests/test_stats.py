@@ -383,3 +383,23 @@ def test_core_does_not_import_ui():
         "import onemodel_viewer.analysis.stats as s\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+@pytest.mark.parametrize("name", ["dtypes", "typed", "strings", "sparse"])
+def test_same_stats_from_onnx_and_onemodel(name):
+    """A tensor gives the same statistics whichever file format carried it (testdata/valid pairs)."""
+    from onemodel_viewer import format as omf
+    from onemodel_viewer.format.schema import all_tensors
+
+    root = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "testdata", "valid")
+    a_path, b_path = os.path.join(root, f"{name}.onemodel"), os.path.join(root, f"{name}.onnx")
+    if not (os.path.exists(a_path) and os.path.exists(b_path)):
+        pytest.skip("testdata/valid not generated")
+    a, b = omf.open(a_path), omf.open(b_path)
+    ta = {t.name: t for t in all_tensors(a.model)}
+    tb = {t.name: t for t in all_tensors(b.model)}
+    assert ta.keys() == tb.keys() and ta
+    for k in ta:
+        assert compute_stats(ta[k]) == compute_stats(tb[k]), k
+    a.close()
+    b.close()
