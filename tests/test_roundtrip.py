@@ -33,7 +33,7 @@ GENERATED = sorted(glob.glob(os.path.join(VALID, "*.onnx")))
 
 DROPPED = {"metadata_props", "denotation", "quantization_annotation", "training_info", "configuration", "device_configurations"}
 """ONNX fields the OneModel format has no place for (the importer reports them as findings)."""
-DROPPED_IN = {("onnx.FunctionProto", "value_info")}
+DROPPED_IN = {("onnx.FunctionProto", "value_info"), ("onnx.ValueInfoProto", "doc_string")}
 
 
 def _float_fields(msg, field: int) -> list[int]:

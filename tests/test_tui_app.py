@@ -160,9 +160,10 @@ async def test_hex_cursor_reports_owner_and_keys_move_it():
         await pilot.pause()
         assert hexv.cursor == t.file_offset + 5 + hexv.bytes_per_line
         assert f"+{5 + hexv.bytes_per_line}" in hexv.border_subtitle
-        hexv.goto(12)
+        hexv.goto(24)
         await pilot.pause()
-        assert app.owner_at(12) == "header.flags +0"
+        assert app.owner_at(24) == "header.manifest_length +0"
+        assert hexv.border_subtitle.endswith(f"= {app.document.header.manifest_length:,}")
         assert app.owner_at(0x41) == "manifest +1"
 
 
@@ -539,3 +540,32 @@ async def test_every_hostile_file_opens_and_browses():
             if i % 25 == 0:
                 await pilot.pause()
             assert app.is_running, path.name
+
+
+@aio
+async def test_onnx_tensor_bytes_highlighted_in_the_onnx_file():
+    """ONNX raw_data stays in the mapped file: selecting a tensor moves the hex pane to it."""
+    app = make_app(str(need(VALID / "showcase.onnx")))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        t = app.document.model.graph.initializers[0]
+        if getattr(t.storage, "path", None) is None:
+            pytest.skip("this ONNX import does not map raw_data")
+        app.reveal(t.where)
+        await settle(pilot)
+        hexv = app.query_one(HexView)
+        assert hexv.cursor == t.file_offset and hexv.highlight == (t.file_offset, t.file_offset + t.length)
+        assert app.owner_at(t.file_offset + 1) == f"tensor {t.name} +1"
+
+
+@aio
+async def test_onnx_external_data_tensor_detail_names_the_file():
+    app = make_app(str(need(VALID / "external.onnx")))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        t = app.document.model.graph.initializers[0]
+        app.reveal(t.where)
+        await settle(pilot)
+        lines = app.query_one(DetailPane).plain_lines()
+        assert any(ln.startswith("file") and "external.onnx.data" in ln for ln in lines)
+        assert app.query_one(StatsPanel).state == "done"

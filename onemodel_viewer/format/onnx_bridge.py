@@ -22,6 +22,7 @@ Decisions (see the report / README format notes):
   a length not matching dims and dtype is **InvalidModel**;
 * unparseable protobuf is **Malformed** at ``onnx``;
 * fields the format cannot carry (``metadata_props`` of graphs/nodes/values,
+  a value's ``doc_string``,
   ``denotation``, ``quantization_annotation``, function ``value_info``,
   ``training_info``, ``configuration``, node ``device_configurations``) are
   dropped with a ``dropped-field`` finding; a negative ``dim_value`` becomes an
@@ -305,7 +306,7 @@ class _Importer:
         return None
 
     def vi(self, v, where: str) -> ValueInfo:
-        self.dropped(v, ("metadata_props",), where)
+        self.dropped(v, ("metadata_props", "doc_string"), where)
         t = self.type(v.type, where + ".type") if v.HasField("type") else None
         return ValueInfo(self.text(v.name, where + ".name"), t, where)
 

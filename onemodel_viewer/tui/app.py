@@ -206,12 +206,15 @@ class OneModelApp(App[int]):
                 node.expand()
         storage = doc.storage
         if storage is None and doc.source != "onemodel":
-            try:
-                from ..format.storage import FileStorage
+            # ONNX: reuse the mapping the tensors already view, else map the file for the hex pane
+            storage = next((r.tensor.storage for r in self.bytemap.tensors[:1] if r.tensor is not None), None)
+            if storage is None:
+                try:
+                    from ..format.storage import FileStorage
 
-                storage = FileStorage(doc.path)
-            except FormatError:
-                storage = None
+                    storage = FileStorage(doc.path)
+                except FormatError:
+                    storage = None
         self._hex_storage = storage
         hexv.set_source(storage, self.bytemap, size=storage.size if storage is not None else 0)
         self.query_one(StatsPanel).clear_cache()
@@ -273,8 +276,9 @@ class OneModelApp(App[int]):
             self._locate(entry.where)
 
     def _tensor_in_hex(self, t: Tensor) -> bool:
-        doc = self.document
-        return doc is not None and doc.source == "onemodel" and (t.storage is doc.storage or doc.storage is None)
+        from .bytemap import in_file
+
+        return self.document is not None and in_file(t, self.document)
 
     @work(thread=True, exclusive=True, group="locate", exit_on_error=False)
     def _locate(self, where: str) -> None:
@@ -339,6 +343,14 @@ class OneModelApp(App[int]):
         t.append(f" ({offset:,})", style="dim")
         hexv.border_title = t
         owner = self.bytemap.owner_at(offset) if self.bytemap is not None and hexv.file_size else ""
+        doc = self.document
+        if owner.startswith("header.") and doc is not None and doc.header is not None:
+            region = self.bytemap.base_at(offset)
+            value = getattr(doc.header, region.name, None) if region is not None else None
+            if isinstance(value, int):
+                owner += f" = {value:,}"
+            elif isinstance(value, bytes):
+                owner += " = " + repr(value)
         hexv.border_subtitle = safe_text(owner, limit=80) if owner else None
 
     def owner_at(self, offset: int) -> str:

@@ -8,6 +8,7 @@ view asks :meth:`ByteMap.spans` for the styled pieces of a line and
 from __future__ import annotations
 
 import bisect
+import os
 from dataclasses import dataclass
 
 from ..format.document import HEADER_FIELDS, HEADER_SIZE, Document
@@ -27,6 +28,16 @@ class Region:
     tensor: Tensor | None = None
     index: int = 0
     """Running number of the tensor (alternating colours)."""
+
+
+def in_file(t: Tensor, doc: Document) -> bool:
+    """True when ``t``'s bytes are in the document's own file (not memory, not an external data file)."""
+    if t.storage is None:
+        return False
+    if doc.storage is not None:
+        return t.storage is doc.storage
+    path = getattr(t.storage, "path", None)
+    return path is not None and os.path.abspath(path) == os.path.abspath(doc.path)
 
 
 class ByteMap:
@@ -58,17 +69,17 @@ class ByteMap:
                     base.append(Region(d0, d1, "data", "data region"))
                 if d1 < self.size:
                     base.append(Region(d1, self.size, "tail", "past data region"))
-            if doc.model is not None:
-                seen: set[int] = set()
-                for i, t in enumerate(all_tensors(doc.model)):
-                    if id(t) in seen or t.is_string or t.file_offset is None or t.length <= 0:
-                        continue
-                    seen.add(id(t))
-                    if t.storage is not doc.storage and doc.storage is not None:
-                        continue
-                    tensors.append(Region(t.file_offset, t.file_offset + t.length, "tensor", t.name, t, len(tensors)))
         elif self.size:
             base.append(Region(0, self.size, "onnx", "onnx protobuf"))
+        if doc.model is not None:
+            seen: set[int] = set()
+            for t in all_tensors(doc.model):
+                if id(t) in seen or t.is_string or t.file_offset is None or t.length <= 0:
+                    continue
+                seen.add(id(t))
+                if not in_file(t, doc):
+                    continue
+                tensors.append(Region(t.file_offset, t.file_offset + t.length, "tensor", t.name, t, len(tensors)))
         base.sort(key=lambda r: r.start)
         tensors.sort(key=lambda r: (r.start, r.end))
         self.base = base

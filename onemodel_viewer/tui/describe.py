@@ -321,7 +321,15 @@ class Describer:
             lines.append(kv("strings", f"{len(t.strings or ()):,}"))
         else:
             lines.append(kv("bytes", f"{t.length:,} ({human_size(t.length)})"))
-            if t.file_offset is not None:
+            path = getattr(t.storage, "path", None)
+            external = path is not None and os.path.abspath(path) != os.path.abspath(self.doc.path)
+            if external:
+                lines.append(kv("file", safe_text(os.path.basename(path), limit=200)))
+            elif t.file_offset is not None and t.storage is not None and path is None and self.doc.storage is None:
+                lines.append(kv("file", Text("(in memory: decoded from typed ONNX fields)", style="dim")))
+            if t.file_offset is not None and external:
+                lines.append(kv("offset", f"0x{t.file_offset:x} ({t.file_offset:,}) in that file"))
+            elif t.file_offset is not None:
                 lines.append(kv("offset", f"0x{t.file_offset:x} ({t.file_offset:,}) in file", ("offset", t.file_offset)))
                 if self.doc.source == "onemodel":
                     lines.append(kv("data.off", f"0x{t.offset:x} ({t.offset:,}) in data region"))
