@@ -36,7 +36,6 @@ from dataclasses import dataclass, field
 
 from ..format.document import HEADER_SIZE, Document
 from ..format.errors import Finding, FormatError
-from ..format.schema import all_tensors
 
 ALIGN = 64
 MAX_NAMES = 64
@@ -94,34 +93,47 @@ class Layout:
         return [e for e in self.extents if e.kind in kinds]
 
 
-def _nonzero(doc: Document, start: int, end: int, limit: int | None, cancel: threading.Event | None) -> bool | None:
-    """Whether any byte in [start, end) is non-zero; None when longer than ``limit`` or unreadable."""
-    if end <= start:
-        return False
-    if limit is not None and end - start > limit:
-        return None
-    storage = doc.storage
-    if storage is None:
-        return None
-    pos = start
-    zeros = bytes(min(CHUNK, end - start))
-    try:
+class _Scanner:
+    """Zero checks straight on the file's buffer (the storage is checked once, not per read)."""
+
+    def __init__(self, doc: Document, scan: bool, cancel: threading.Event | None) -> None:
+        self.buf = None
+        self.cancel = cancel
+        if scan and doc.storage is not None:
+            try:
+                doc.storage.check()
+                self.buf = memoryview(doc.storage.buffer())
+            except (FormatError, TypeError, ValueError):
+                self.buf = None
+        self.size = len(self.buf) if self.buf is not None else 0
+
+    def nonzero(self, start: int, end: int, limit: int | None) -> bool | None:
+        """Whether any byte in [start, end) is non-zero; None when not scanned (too long, no bytes)."""
+        if self.buf is None or end > self.size:
+            return None
+        if end <= start:
+            return False
+        if limit is not None and end - start > limit:
+            return None
+        pos = start
         while pos < end:
-            if cancel is not None and cancel.is_set():
+            if self.cancel is not None and self.cancel.is_set():
                 return None
             n = min(CHUNK, end - pos)
-            chunk = storage.read(pos, n)
-            if chunk != zeros[:n]:
+            chunk = self.buf[pos : pos + n].tobytes()
+            if chunk != (_ZEROS64[:n] if n <= 64 else bytes(n)):
                 return True
             pos += n
-    except FormatError:
-        return None
-    return False
+        return False
+
+
+_ZEROS64 = bytes(64)
 
 
 def layout(doc: Document, *, scan: bool = True, cancel: threading.Event | None = None) -> Layout:
     """The byte map of a OneModel document (any state: missing parts become ``gap``)."""
     size = doc.size
+    sc = _Scanner(doc, scan, cancel)
     ext: list[Extent] = []
     empties: list[Extent] = []
     pos = 0
@@ -137,13 +149,11 @@ def layout(doc: Document, *, scan: bool = True, cancel: threading.Event | None =
     if data is not None and pos <= data[0] <= size:
         do, dl = data
         if do > pos:
-            nz = _nonzero(doc, pos, do, None, cancel) if scan else None
-            ext.append(Extent(pos, do, "padding", nonzero=nz))
-        _data_extents(doc, do, do + dl, ext, empties, scan, cancel)
+            ext.append(Extent(pos, do, "padding", nonzero=sc.nonzero(pos, do, None)))
+        _data_extents(doc, do, do + dl, ext, empties, sc)
         pos = do + dl
     if pos < size:
-        nz = _nonzero(doc, pos, size, GAP_SCAN_LIMIT, cancel) if scan else None
-        ext.append(Extent(pos, size, "gap", nonzero=nz))
+        ext.append(Extent(pos, size, "gap", nonzero=sc.nonzero(pos, size, GAP_SCAN_LIMIT)))
     empties.sort(key=lambda e: e.start)
     return Layout(
         tuple(ext), size, tuple(empties),
@@ -151,11 +161,11 @@ def layout(doc: Document, *, scan: bool = True, cancel: threading.Event | None =
     )
 
 
-def _data_extents(doc, do: int, de: int, ext: list, empties: list, scan: bool, cancel) -> None:
+def _data_extents(doc, do: int, de: int, ext: list, empties: list, sc: _Scanner) -> None:
     spans = []
     if doc.model is not None:
         seen: set[int] = set()
-        for t in all_tensors(doc.model):
+        for t in _tensors(doc.model):
             if t.file_offset is None or t.storage is None or t.storage is not doc.storage or t.is_string:
                 continue
             if id(t) in seen:
@@ -170,8 +180,11 @@ def _data_extents(doc, do: int, de: int, ext: list, empties: list, scan: bool, c
                 spans.append((s, e, t.name, t.where))
     if not spans:
         if de > do:
-            nz = _nonzero(doc, do, de, GAP_SCAN_LIMIT, cancel) if scan else None
-            ext.append(Extent(do, de, "tail", nonzero=nz))
+            ext.append(Extent(do, de, "tail", nonzero=sc.nonzero(do, de, GAP_SCAN_LIMIT)))
+        return
+    spans.sort()
+    if all(a[1] <= b[0] for a, b in zip(spans, spans[1:])):
+        _disjoint_extents(spans, do, de, ext, sc)
         return
     # sweep: boundaries at every start and end; owners of each elementary interval
     events = []
@@ -218,14 +231,60 @@ def _data_extents(doc, do: int, de: int, ext: list, empties: list, scan: bool, c
             continue
         pad_end = min(e, -(-s // ALIGN) * ALIGN) if prev_owner is not None else s
         if pad_end > s:
-            nz = _nonzero(doc, s, pad_end, None, cancel) if scan else None
-            ext.append(Extent(s, pad_end, "padding", prev_owner[0], prev_owner[1], nonzero=nz))
+            ext.append(Extent(s, pad_end, "padding", prev_owner[0], prev_owner[1], nonzero=sc.nonzero(s, pad_end, None)))
         if e > pad_end:
-            nz = _nonzero(doc, pad_end, e, GAP_SCAN_LIMIT, cancel) if scan else None
-            ext.append(Extent(pad_end, e, "gap", nonzero=nz))
+            ext.append(Extent(pad_end, e, "gap", nonzero=sc.nonzero(pad_end, e, GAP_SCAN_LIMIT)))
     if de > last_end:
-        nz = _nonzero(doc, last_end, de, GAP_SCAN_LIMIT, cancel) if scan else None
-        ext.append(Extent(last_end, de, "tail", nonzero=nz))
+        ext.append(Extent(last_end, de, "tail", nonzero=sc.nonzero(last_end, de, GAP_SCAN_LIMIT)))
+
+
+def _disjoint_extents(spans: list, do: int, de: int, ext: list, sc: _Scanner) -> None:
+    """The common case, no two tensors share a byte: one linear pass over the sorted spans."""
+    pos = do
+    prev = None
+    for s, e, name, where in spans:
+        if s > pos:
+            pad_end = min(s, -(-pos // ALIGN) * ALIGN) if prev is not None else pos
+            if pad_end > pos:
+                ext.append(Extent(pos, pad_end, "padding", (prev[2],), (prev[3],), nonzero=sc.nonzero(pos, pad_end, None)))
+            if s > pad_end:
+                ext.append(Extent(pad_end, s, "gap", nonzero=sc.nonzero(pad_end, s, GAP_SCAN_LIMIT)))
+        ext.append(Extent(s, e, "tensor", (name,), (where,), owners=1))
+        pos = e
+        prev = (s, e, name, where)
+    if de > pos:
+        ext.append(Extent(pos, de, "tail", nonzero=sc.nonzero(pos, de, GAP_SCAN_LIMIT)))
+
+
+def _tensors(model) -> list:
+    """Every tensor of the model (as :func:`all_tensors`, without generator overhead per node)."""
+    out: list = []
+
+    def graph(g) -> None:
+        out.extend(g.initializers)
+        for sp in g.sparse_initializers:
+            out.append(sp.values)
+            out.append(sp.indices)
+        for n in g.nodes:
+            if n.attributes:
+                attrs(n.attributes)
+
+    def attrs(attributes) -> None:
+        for a in attributes:
+            t = a.type
+            if t == 4 or t == 9 or t == 11 or t == 12:
+                out.extend(a.tensors())
+            elif t == 5 or t == 10:
+                for sub in a.graphs():
+                    graph(sub)
+
+    graph(model.graph)
+    for f in model.functions:
+        for n in f.nodes:
+            if n.attributes:
+                attrs(n.attributes)
+        attrs(f.attribute_defaults)
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
