@@ -155,6 +155,12 @@ async def _real_files_hex_follows_selection():
         assert app.query_one("#hex-a", HexView).cursor == dn.a.file_offset
         assert app.query_one("#hex-b", HexView).cursor == dn.b.file_offset
         assert app.query_one("#hex-a", HexView).highlight == (dn.a.file_offset, dn.a.file_offset + dn.a.length)
+        await pilot.pause()
+        for hid in ("#hex-a", "#hex-b"):  # the cursor's line is on screen (scrolled after a source change)
+            hv = app.query_one(hid, HexView)
+            line = hv.cursor // hv.bytes_per_line
+            top = int(hv.scroll_offset.y)
+            assert top <= line < top + hv.scrollable_content_region.height, (hid, line, top)
 
 
 def test_real_files_hex_follows_selection():

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import math
 import mmap
+import os
 import threading
 from collections import Counter
 from dataclasses import dataclass, field
@@ -406,6 +407,7 @@ class _Differ:
         self.equivalences: dict[str, None] = {}
         self.compared_tensors = 0
         self._eq = np.empty(CHUNK // 8, dtype=np.bool_)
+        self.paths: tuple[str | None, str | None] = (None, None)
 
     # -- bookkeeping
 
@@ -804,10 +806,13 @@ class _Differ:
             detail["max_rel"] = _json_num(st.max_rel)
             if st.nonfinite:
                 detail["nonfinite"] = st.nonfinite
-        if a.file_offset is not None:
-            detail["a_offset"] = a.file_offset + byte
-        if b.file_offset is not None:
-            detail["b_offset"] = b.file_offset + byte
+        for side, t, own in (("a", a, self.paths[0]), ("b", b, self.paths[1])):
+            # a file offset only where the bytes are a file's (not ONNX raw_data held in memory)
+            path = getattr(t.storage, "path", None)
+            if t.file_offset is not None and path is not None:
+                detail[side + "_offset"] = t.file_offset + byte
+                if own is None or os.path.abspath(path) != os.path.abspath(own):
+                    detail[side + "_file"] = path
         self.add(nd, ".data", CHANGED, st.a_first, st.b_first, detail, a, b)
 
     def chunk_detail(self, ca: np.ndarray, cb: np.ndarray, start: int, info, count: int, st: _DataStats) -> None:
@@ -845,10 +850,17 @@ def diff_models(
     *,
     cancel: threading.Event | None = None,
     progress: Callable[[int, int], None] | None = None,
+    paths: tuple[str | None, str | None] = (None, None),
 ) -> DiffResult:
-    """Compare two models (see the module docstring)."""
+    """Compare two models (see the module docstring).
+
+    ``paths`` (the files the models came from) only decide whether a data
+    difference's file offset needs the name of the file it is in (``a_file``:
+    ONNX external data).
+    """
     total = sum(t.length for t in all_tensors(ma) if not t.is_string)
     d = _Differ(cancel, progress, total)
+    d.paths = paths
     root = DiffNode("", "", EQUAL, ma, mb)
     d.model(root, ma, mb)
     _finish(root)
@@ -867,7 +879,7 @@ def diff(
     """Compare two opened documents (OneModel or ONNX, in any combination)."""
     if doc_a.model is None or doc_b.model is None:
         raise ValueError("both documents need a model (open them in strict mode)")
-    result = diff_models(doc_a.model, doc_b.model, cancel=cancel, progress=progress)
+    result = diff_models(doc_a.model, doc_b.model, cancel=cancel, progress=progress, paths=(doc_a.path, doc_b.path))
     extra: list[str] = []
     sources = {doc_a.source, doc_b.source}
     if "onnx" in sources and result.compared_bytes:

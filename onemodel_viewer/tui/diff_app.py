@@ -12,6 +12,7 @@ next/previous difference.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from typing import Any
@@ -254,7 +255,9 @@ class DiffApp(App[int]):
         if doc is not None and storage is doc.storage:
             bm = self._bytemaps.get(side)
         elif getattr(storage, "path", None):
-            title += " · external " + safe_str(str(storage.path), 50)  # type: ignore[attr-defined]
+            spath = str(storage.path)  # type: ignore[attr-defined]
+            if os.path.abspath(spath) != os.path.abspath(path):
+                title += " · external " + safe_str(spath, 50)
         elif tensor is not None:
             title += " · bytes of " + safe_str(tensor.name or "(unnamed)", 40) + " (offsets in the tensor)"
         box = self.query_one("#hexbox-" + side)
@@ -318,13 +321,19 @@ class DiffApp(App[int]):
             if not isinstance(rec, Tensor) or rec.is_string or rec.storage is None or rec.file_offset is None:
                 continue
             hv = self.query_one(hid, HexView)
+            changed = self._hex_source.get(side) is not rec.storage
             self._set_hex_source(side, hid, rec.storage, rec)
             if data_diff is not None and "first_byte" in data_diff.detail:
                 info = rec.info
                 width = max(1, (info.bits + 7) // 8) if info is not None else 1
-                hv.goto(rec.file_offset + data_diff.detail["first_byte"], width)
+                target = (rec.file_offset + data_diff.detail["first_byte"], width)
             else:
-                hv.goto(rec.file_offset, rec.length)
+                target = (rec.file_offset, rec.length)
+            if changed:  # the new source's size is laid out on the next refresh: scroll after it
+                hv.cursor = target[0]
+                self.call_after_refresh(hv.goto, *target)
+            else:
+                hv.goto(*target)
 
     # ------------------------------------------------------------------ actions
     def action_toggle_filter(self) -> None:
