@@ -285,3 +285,24 @@ def test_mapped_files_across_chunk_boundary(tmp_path, capsys):
     assert d["detail"]["first_byte"] == (6 * (1 << 18) + 5) * 4
     rc, out = _json(capsys, dst, src)
     assert rc == 0
+
+
+def test_external_data_difference_names_the_data_file(tmp_path, capsys):
+    import shutil
+
+    valid = os.path.join(os.path.dirname(__file__), os.pardir, "testdata", "valid")
+    shutil.copy(os.path.join(valid, "external.onnx"), tmp_path / "external.onnx")
+    shutil.copy(os.path.join(valid, "external.onnx.data"), tmp_path / "external.onnx.data")
+    base = os.path.join(valid, "external.onemodel")
+    rc, out = _json(capsys, base, str(tmp_path / "external.onnx"))
+    assert rc == 0 and any("external data" in e for e in out["equivalences"])
+    data = bytearray((tmp_path / "external.onnx.data").read_bytes())
+    data[0] ^= 0xFF
+    (tmp_path / "external.onnx.data").write_bytes(bytes(data))
+    rc, out = _json(capsys, base, str(tmp_path / "external.onnx"))
+    assert rc == 1 and len(out["differences"]) == 1
+    det = out["differences"][0]["detail"]
+    assert out["differences"][0]["where"].endswith(".data")
+    assert det["b_offset"] == 0  # the flipped byte starts the external file's first tensor
+    assert det["b_file"] == str(tmp_path / "external.onnx.data")
+    assert "a_file" not in det and "a_offset" in det
