@@ -261,3 +261,21 @@ def test_record_classes_are_the_schema_classes(tmp_path):
     built = R._Node("Relu", "n", "", "", "", ("a",), ("b",), (), "w")
     assert type(built) is omf.Node
     assert repr(built) == repr(omf.Node("Relu", "n", "", "", "", ("a",), ("b",), (), "w"))
+
+
+@pytest.mark.parametrize("make", ["fifo", "dir"])
+def test_non_regular_files_are_io_problems(tmp_path, make):
+    """A FIFO would block open() forever and a device never ends: refused before opening."""
+    import os
+
+    p = tmp_path / "x.onemodel"
+    if make == "fifo":
+        if not hasattr(os, "mkfifo"):
+            pytest.skip("no FIFOs")
+        os.mkfifo(p)
+    else:
+        p.mkdir()
+    with pytest.raises(FormatError) as ei:
+        open_path(p)
+    assert (ei.value.kind, ei.value.where) == (Kind.IO, "file")
+    assert [q.kind for q in open_path(p, mode="diagnose").problems] == [Kind.IO]

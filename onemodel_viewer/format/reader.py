@@ -51,6 +51,7 @@ import heapq
 import itertools
 import operator
 import os
+import stat
 
 from . import header as _header
 from . import manifest as _manifest
@@ -1144,6 +1145,17 @@ def sniff_onemodel(path: str, first8: bytes, size: int) -> bool:
     return _header.looks_like_magic(first8)
 
 
+def _regular_file(path: str) -> None:
+    """Refuse what is not a regular file before opening it (a FIFO would block, a device never end)."""
+    try:
+        st = os.stat(path)
+    except OSError as e:
+        raise FormatError(Kind.IO, "file", None, f"cannot open: {e.strerror or e}") from e
+    if not stat.S_ISREG(st.st_mode):
+        what = "a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file"
+        raise FormatError(Kind.IO, "file", None, f"cannot read: {what}")
+
+
 def open_path(path, mode: str = "strict") -> Document:
     """Open a OneModel (or, by its first bytes, ONNX) file. See the module docstring."""
     if mode not in ("strict", "diagnose"):
@@ -1152,6 +1164,7 @@ def open_path(path, mode: str = "strict") -> Document:
     strict = mode == "strict"
     report = Reporter(strict)
     try:
+        _regular_file(path)
         storage = FileStorage(path)
     except FormatError as e:
         if strict:
