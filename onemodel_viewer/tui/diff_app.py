@@ -173,11 +173,11 @@ class DiffApp(App[int]):
                 docs.append(src if isinstance(src, Document) else omf.open(src))
         except FormatError as e:
             path = self.paths[len(docs)]
-            self.post_message(self.DiffReady(docs, None, f"{safe_str(path, 80)}: {e.kind.value} at {e.where}: {e.message}"))
+            self.post_message(self.DiffReady(docs, None, f"{safe_str(path, 400)}: {e.kind.value} at {e.where}: {e.message}"))
             return
         except Exception as e:  # noqa: BLE001 - shown in the status line, never a traceback
             path = self.paths[len(docs)]
-            self.post_message(self.DiffReady(docs, None, f"{safe_str(path, 80)}: {type(e).__name__}: {e}"))
+            self.post_message(self.DiffReady(docs, None, f"{safe_str(path, 400)}: {type(e).__name__}: {e}"))
             return
         last = [0.0]
 
