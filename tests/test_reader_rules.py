@@ -413,3 +413,17 @@ def test_type_proto_attribute_counts(tmp_path):
     assert read(tmp_path, model(g)).valid
     g["nodes"][0]["attributes"][0]["value"] = {"kind": "optional", "inner": t}
     assert first(tmp_path, model(g))[0] == Kind.UNSUPPORTED
+
+
+def test_deep_caller_gets_no_recursionerror(tmp_path):
+    """Opening 64 nested graphs from a call stack that is already near the recursion limit."""
+    import sys
+
+    p = write(tmp_path, pack(_nested_graphs(64)))
+
+    def at(k):
+        if k:
+            return at(k - 1)
+        return open_path(p).valid
+
+    assert at(sys.getrecursionlimit() - 120)

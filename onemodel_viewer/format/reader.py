@@ -52,6 +52,7 @@ import itertools
 import operator
 import os
 import stat
+import sys
 
 from . import header as _header
 from . import manifest as _manifest
@@ -1214,6 +1215,10 @@ def _read(doc: Document, first: bytes, report: Reporter) -> None:
     # them is pure cost (measured: ~1/3 of the open time).
     was_enabled = gc.isenabled()
     gc.disable()
+    old_limit = sys.getrecursionlimit()
+    # The builder and resolver recurse once per nested graph/type (at most 64 levels, a few
+    # frames each): make sure a caller that is already deep cannot turn that into a RecursionError.
+    sys.setrecursionlimit(max(old_limit, _manifest._frame_depth() + 1000))
     try:
         # Duplicate keys are findings; detecting them costs, so strict opens leave them to
         # analysis.layout.all_findings (diagnose mode, used by --check and the viewer, finds them).
@@ -1232,6 +1237,7 @@ def _read(doc: Document, first: bytes, report: Reporter) -> None:
         for w in builder.missing_arrays:
             report.finding("missing-graph-array", w, _LOCATE, f"{w.rsplit('.', 1)[1]} is absent (read as empty)")
     finally:
+        sys.setrecursionlimit(old_limit)
         if was_enabled:
             gc.enable()
     doc.model = model
