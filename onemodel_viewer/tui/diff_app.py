@@ -73,7 +73,7 @@ class DiffApp(App[int]):
     TITLE = "onemodel-view diff"
 
     CSS = """
-    #status { height: 2; padding: 0 1; background: $panel; }
+    #status { height: auto; max-height: 5; padding: 0 1; background: $panel; }
     #body { height: 1fr; }
     #tree { width: 45%; min-width: 30; border: round $primary; }
     #right { width: 1fr; }
