@@ -427,3 +427,8 @@ def test_deep_caller_gets_no_recursionerror(tmp_path):
         return open_path(p).valid
 
     assert at(sys.getrecursionlimit() - 120)
+
+
+def test_cycle_reported_on_the_cycle_not_downstream(tmp_path):
+    g = graph(nodes=[node("Down", ["b"], ["d"]), node("A", ["b"], ["a"]), node("B", ["a"], ["b"])])
+    assert first(tmp_path, model(g)) == (IV, "manifest.graph.nodes[1]")

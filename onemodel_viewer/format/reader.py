@@ -39,6 +39,14 @@ Decisions the spec leaves open (see also CLARIFICATIONS.md, ``header.py`` and ``
   Unsupported at that graph's/type's path.
 * A node referring to an outer-scope value through a subgraph depends on that value's producer
   (implicit input) for the dependency order, as in ONNX.
+* A cycle: InvalidModel at the first (lowest-index) node of one cycle, ``...nodes[i]``;
+  diagnose mode still orders every node (the unorderable ones last, in stored order).
+* A path that is not a regular file (FIFO, device, directory) or cannot be opened: Io at ``file``.
+
+Findings reported at open time (cheap): ``wide-data-offset``, ``missing-graph-array``,
+``out-of-order`` (at the first node stored before something it reads), and in diagnose mode
+``duplicate-key`` (strict opens skip its detection: it costs ~13% of an open).
+``analysis.layout.all_findings`` adds the rest (padding, unowned/shared bytes, canonical form).
 """
 
 from __future__ import annotations
@@ -1090,7 +1098,21 @@ class _Resolver:
         if len(order) < n:
             done = set(order)
             stuck = [i for i in range(n) if i not in done]
-            self.bad(Kind.INVALID_MODEL, g.nodes[stuck[0]].where, f"the nodes form a cycle ({len(stuck)} nodes cannot be ordered)")
+            # Every stuck node has a stuck producer: walk producers until one repeats to find a
+            # node on a cycle (not merely downstream of one); report the cycle's first node.
+            stuck_set = set(stuck)
+            seen: dict[int, int] = {}
+            path: list[int] = []
+            cur = stuck[0]
+            while cur not in seen:
+                seen[cur] = len(path)
+                path.append(cur)
+                cur = next(p for p in deps[cur] if p in stuck_set)
+            cycle = path[seen[cur]:]
+            self.bad(
+                Kind.INVALID_MODEL, g.nodes[min(cycle)].where,
+                f"the nodes form a cycle of {len(cycle)} node(s); {len(stuck)} nodes cannot be ordered",
+            )
             order.extend(stuck)
             return tuple(order), True
         return tuple(order), False
