@@ -262,11 +262,12 @@ def test_locate_hostile_input_returns_none(data):
 
 
 def test_locate_is_linear():
+    """A guard against quadratic walking (which would take minutes here), not a benchmark."""
     big = b'{"a":[' + b",".join(b'{"k":"v\\"x","n":[1,2,3]}' for _ in range(100_000)) + b'],"b":7}'
     t = time.perf_counter()
     assert M.locate(big, "manifest.b") == (len(big) - 2, len(big) - 1)
     assert M.locate(big, "manifest.a[99999].n[2]") is not None
-    assert time.perf_counter() - t < 2.0
+    assert time.perf_counter() - t < 20.0
 
 
 def test_split_and_join_paths():
