@@ -569,3 +569,22 @@ async def test_onnx_external_data_tensor_detail_names_the_file():
         lines = app.query_one(DetailPane).plain_lines()
         assert any(ln.startswith("file") and "external.onnx.data" in ln for ln in lines)
         assert app.query_one(StatsPanel).state == "done"
+
+
+@aio
+async def test_selecting_a_node_highlights_its_manifest_bytes():
+    app = make_app(str(need(SHOWCASE)))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        doc = app.document
+        node = doc.model.graph.nodes[3]
+        app.reveal(node.where)
+        await pilot.pause(0.4)  # the lookup is debounced
+        await settle(pilot)
+        hexv = app.query_one(HexView)
+        m0, mlen = doc.manifest_span
+        assert hexv.highlight is not None
+        start, end = hexv.highlight
+        assert m0 <= start < end <= m0 + mlen and hexv.cursor == start
+        raw = doc.storage.read(start, end - start)
+        assert raw.startswith(b"{") and raw.endswith(b"}") and node.name.encode() in raw

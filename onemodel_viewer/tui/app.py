@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 from typing import Any, Iterable
 
 from rich.text import Text
@@ -41,6 +42,8 @@ from .stats_panel import StatsPanel
 from .structure_tree import StructureTree
 
 EXIT_ENV = "ONEMODEL_VIEW_EXIT_AFTER_FIRST_SCREEN"
+LOCATE_DELAY = 0.15
+"""Seconds a selection must stay before its manifest bytes are looked up."""
 
 
 def _open(path: str) -> Document:
@@ -63,6 +66,16 @@ def count_tensors(doc: Document) -> int:
     from ..format.schema import all_tensors
 
     return 0 if doc.model is None else sum(1 for _ in all_tensors(doc.model))
+
+
+class _PlainLocator:
+    """Stand-in for ``format.manifest.Locator`` when only ``locate_nearest`` exists."""
+
+    def __init__(self, data: bytes, fn) -> None:
+        self.data, self.fn = data, fn
+
+    def nearest(self, where: str):
+        return self.fn(self.data, where)
 
 
 class SearchIndex:
@@ -144,7 +157,10 @@ class OneModelApp(App[int]):
         self.match_index = -1
         self._search_index: SearchIndex | None = None
         self._hex_storage: Storage | None = None
-        self._manifest_bytes: bytes | None = None
+        self._locator = None
+        self._locator_doc: Document | None = None
+        self._locator_lock = threading.Lock()
+        self._locate_timer = None
         self.current: Entry | None = None
         """The entry shown in the detail pane."""
         self.bytemap: ByteMap | None = None
@@ -187,7 +203,6 @@ class OneModelApp(App[int]):
         self.factory = EntryFactory(doc, self.facts)
         self.describer = Describer(doc, self.facts, sharing=self.bytemap.sharing)
         self._search_index = None
-        self._manifest_bytes = None
         self.search_matches, self.match_index = [], -1
         self.query_one("#infobar", Static).update(self._info_text())
         roots = self.factory.root()
@@ -273,7 +288,11 @@ class OneModelApp(App[int]):
             hexv.goto(obj.offset, 1)
             return
         if entry.where.startswith("manifest") and self.document is not None and self.document.manifest_span:
-            self._locate(entry.where)
+            # debounced: moving quickly through the tree starts no lookups
+            if self._locate_timer is not None:
+                self._locate_timer.stop()
+            where = entry.where
+            self._locate_timer = self.set_timer(LOCATE_DELAY, lambda: self._locate(where))
 
     def _tensor_in_hex(self, t: Tensor) -> bool:
         from .bytemap import in_file
@@ -286,16 +305,25 @@ class OneModelApp(App[int]):
         doc = self.document
         if doc is None or doc.storage is None or doc.manifest_span is None:
             return
-        try:
-            from ..format.manifest import locate_nearest
-        except ImportError:
-            return
         m0, mlen = doc.manifest_span
         try:
-            if self._manifest_bytes is None:
-                mlen = max(0, min(mlen, doc.size - m0))
-                self._manifest_bytes = doc.storage.read(m0, mlen)
-            found = locate_nearest(self._manifest_bytes, where)
+            with self._locator_lock:
+                if self._locator is None or self._locator_doc is not doc:
+                    mlen = max(0, min(mlen, doc.size - m0))
+                    data = doc.storage.read(m0, mlen)
+                    try:
+                        from ..format.manifest import Locator
+
+                        self._locator = Locator(data)
+                    except ImportError:  # older reader: uncached lookups
+                        from ..format.manifest import locate_nearest
+
+                        self._locator = _PlainLocator(data, locate_nearest)
+                    self._locator_doc = doc
+                locator = self._locator
+                if self.current is None or self.current.where != where:
+                    return  # the selection moved on while waiting
+                found = locator.nearest(where)
         except Exception:  # hostile manifest or changed file: no highlight, never a crash
             return
         if found is None:

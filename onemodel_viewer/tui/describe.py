@@ -23,6 +23,8 @@ Link = Any
 Line = tuple[Text, Link]
 
 LIST_PREVIEW = 16
+MAX_IO = 200
+"""Operands listed per node side in the detail pane."""
 
 
 def _t(s: str, style: str = "") -> Text:
@@ -238,7 +240,10 @@ class Describer:
         if n.doc:
             lines.append(kv("doc", safe_text(n.doc, limit=400)))
         facts = self.facts.of(g) if g is not None else None
-        for label, names, is_input in (("in", n.inputs, True), ("out", n.outputs, False)):
+        for label, all_names, is_input in (("in", n.inputs, True), ("out", n.outputs, False)):
+            names = all_names[:MAX_IO]
+            if len(all_names) > MAX_IO:
+                lines.append(kv(label, Text(f"{len(all_names):,} operands; the first {MAX_IO} follow", style="yellow"), width=5))
             for j, name in enumerate(names):
                 key = label if j == 0 else ""
                 if not name:
@@ -300,7 +305,7 @@ class Describer:
                         lines.append(kv("", t2, other.where, width=5))
         if n.attributes:
             lines.append((Text("attributes", style="bold underline"), None))
-            for a in n.attributes:
+            for a in n.attributes[:MAX_IO]:
                 t = safe_text(a.name, style="bold", limit=40)
                 t.append(" = ", style="dim")
                 t.append_text(attribute_value_text(a))
