@@ -185,3 +185,17 @@ def test_many_overlaps_names_capped(tmp_path, n):
     lay = layout(doc)
     [e] = [e for e in lay.extents if e.kind == "overlap"]
     assert e.owners == 100 * n and len(e.names) == min(64, 100 * n)
+
+
+def test_mapped_file_scan_reads_without_the_mapping(tmp_path):
+    """Files >= 1 MiB are mapped; padding is scanned with pread (RSS stays independent of the weights)."""
+    n = 1 << 20
+    data = bytearray(n + 64 + 8)
+    data[n + 3] = 9  # padding after the first tensor
+    doc = open_(tmp_path, [tensor("big", 2, [n + 1], 0, n + 1), tensor("b", 2, [8], n + 64, 8)], bytes(data))
+    assert doc.storage.mapped
+    do = doc.data_span[0]
+    lay = layout(doc)
+    pad = [e for e in lay.extents if e.kind == "padding" and e.start > do]
+    assert [(p.start - do, p.end - do, p.nonzero) for p in pad] == [(n + 1, n + 64, True)]
+    assert [f.code for f in file_findings(doc, lay)] == ["nonzero-padding"]

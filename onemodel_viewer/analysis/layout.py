@@ -31,6 +31,7 @@ The reader itself reports the cheap ones at open time (``duplicate-key``,
 from __future__ import annotations
 
 import bisect
+import os
 import threading
 from dataclasses import dataclass, field
 
@@ -94,36 +95,65 @@ class Layout:
 
 
 class _Scanner:
-    """Zero checks straight on the file's buffer (the storage is checked once, not per read)."""
+    """Zero checks of padding/gap bytes; the storage is checked once, not per read.
+
+    A mapped file is read with ``os.pread`` rather than through the mapping, so the scan (one
+    small read per tensor) does not pull mapped pages into the process's RSS: peak memory stays
+    independent of the weights.
+    """
 
     def __init__(self, doc: Document, scan: bool, cancel: threading.Event | None) -> None:
         self.buf = None
+        self.fd: int | None = None
         self.cancel = cancel
-        if scan and doc.storage is not None:
-            try:
-                doc.storage.check()
-                self.buf = memoryview(doc.storage.buffer())
-            except (FormatError, TypeError, ValueError):
-                self.buf = None
-        self.size = len(self.buf) if self.buf is not None else 0
+        self.size = 0
+        storage = doc.storage
+        if not scan or storage is None:
+            return
+        try:
+            storage.check()
+            if getattr(storage, "mapped", False) and getattr(storage, "path", None):
+                self.fd = os.open(storage.path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+                self.size = storage.size
+            else:
+                self.buf = memoryview(storage.buffer())
+                self.size = len(self.buf)
+        except (FormatError, OSError, TypeError, ValueError):
+            self.buf = self.fd = None
+            self.size = 0
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+    def _read(self, pos: int, n: int) -> bytes:
+        if self.fd is not None:
+            return os.pread(self.fd, n, pos)
+        return self.buf[pos : pos + n].tobytes()  # type: ignore[index]
 
     def nonzero(self, start: int, end: int, limit: int | None) -> bool | None:
         """Whether any byte in [start, end) is non-zero; None when not scanned (too long, no bytes)."""
-        if self.buf is None or end > self.size:
+        if (self.buf is None and self.fd is None) or end > self.size:
             return None
         if end <= start:
             return False
         if limit is not None and end - start > limit:
             return None
         pos = start
-        while pos < end:
-            if self.cancel is not None and self.cancel.is_set():
-                return None
-            n = min(CHUNK, end - pos)
-            chunk = self.buf[pos : pos + n].tobytes()
-            if chunk != (_ZEROS64[:n] if n <= 64 else bytes(n)):
-                return True
-            pos += n
+        try:
+            while pos < end:
+                if self.cancel is not None and self.cancel.is_set():
+                    return None
+                n = min(CHUNK, end - pos)
+                chunk = self._read(pos, n)
+                if len(chunk) != n:
+                    return None  # the file shrank under us
+                if chunk != (_ZEROS64[:n] if n <= 64 else bytes(n)):
+                    return True
+                pos += n
+        except OSError:
+            return None
         return False
 
 
@@ -132,8 +162,15 @@ _ZEROS64 = bytes(64)
 
 def layout(doc: Document, *, scan: bool = True, cancel: threading.Event | None = None) -> Layout:
     """The byte map of a OneModel document (any state: missing parts become ``gap``)."""
-    size = doc.size
     sc = _Scanner(doc, scan, cancel)
+    try:
+        return _layout(doc, sc)
+    finally:
+        sc.close()
+
+
+def _layout(doc: Document, sc: _Scanner) -> Layout:
+    size = doc.size
     ext: list[Extent] = []
     empties: list[Extent] = []
     pos = 0
