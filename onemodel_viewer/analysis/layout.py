@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 
 from ..format.document import HEADER_SIZE, Document
 from ..format.errors import Finding, FormatError
+from ..format.reader import fast_constructor
 
 ALIGN = 64
 MAX_NAMES = 64
@@ -66,6 +67,9 @@ class Extent:
     @property
     def length(self) -> int:
         return self.end - self.start
+
+
+_Extent = fast_constructor(Extent)
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,22 +179,22 @@ def _layout(doc: Document, sc: _Scanner) -> Layout:
     empties: list[Extent] = []
     pos = 0
     if size > 0:
-        ext.append(Extent(0, min(HEADER_SIZE, size), "header"))
+        ext.append(_Extent(0, min(HEADER_SIZE, size), "header"))
         pos = ext[-1].end
     if doc.manifest_span is not None and pos < size:
         mo, ml = doc.manifest_span
         if mo == pos and ml > 0:
-            ext.append(Extent(mo, mo + ml, "manifest"))
+            ext.append(_Extent(mo, mo + ml, "manifest"))
             pos = mo + ml
     data = doc.data_span
     if data is not None and pos <= data[0] <= size:
         do, dl = data
         if do > pos:
-            ext.append(Extent(pos, do, "padding", nonzero=sc.nonzero(pos, do, None)))
+            ext.append(_Extent(pos, do, "padding", nonzero=sc.nonzero(pos, do, None)))
         _data_extents(doc, do, do + dl, ext, empties, sc)
         pos = do + dl
     if pos < size:
-        ext.append(Extent(pos, size, "gap", nonzero=sc.nonzero(pos, size, GAP_SCAN_LIMIT)))
+        ext.append(_Extent(pos, size, "gap", nonzero=sc.nonzero(pos, size, GAP_SCAN_LIMIT)))
     empties.sort(key=lambda e: e.start)
     return Layout(
         tuple(ext), size, tuple(empties),
@@ -212,12 +216,12 @@ def _data_extents(doc, do: int, de: int, ext: list, empties: list, sc: _Scanner)
             if s < do or e > de:  # the reader refuses these; stay safe anyway
                 continue
             if s == e:
-                empties.append(Extent(s, s, "tensor", (t.name,), (t.where,), owners=1))
+                empties.append(_Extent(s, s, "tensor", (t.name,), (t.where,), owners=1))
             else:
                 spans.append((s, e, t.name, t.where))
     if not spans:
         if de > do:
-            ext.append(Extent(do, de, "tail", nonzero=sc.nonzero(do, de, GAP_SCAN_LIMIT)))
+            ext.append(_Extent(do, de, "tail", nonzero=sc.nonzero(do, de, GAP_SCAN_LIMIT)))
         return
     spans.sort()
     if all(a[1] <= b[0] for a, b in zip(spans, spans[1:])):
@@ -263,16 +267,16 @@ def _data_extents(doc, do: int, de: int, ext: list, empties: list, sc: _Scanner)
         if cnt:
             names = tuple(spans[k][2] for k in keys)
             wheres = tuple(spans[k][3] for k in keys)
-            ext.append(Extent(s, e, "tensor" if cnt == 1 else "overlap", names, wheres, owners=cnt))
+            ext.append(_Extent(s, e, "tensor" if cnt == 1 else "overlap", names, wheres, owners=cnt))
             prev_owner = (names[-1:], wheres[-1:])
             continue
         pad_end = min(e, -(-s // ALIGN) * ALIGN) if prev_owner is not None else s
         if pad_end > s:
-            ext.append(Extent(s, pad_end, "padding", prev_owner[0], prev_owner[1], nonzero=sc.nonzero(s, pad_end, None)))
+            ext.append(_Extent(s, pad_end, "padding", prev_owner[0], prev_owner[1], nonzero=sc.nonzero(s, pad_end, None)))
         if e > pad_end:
-            ext.append(Extent(pad_end, e, "gap", nonzero=sc.nonzero(pad_end, e, GAP_SCAN_LIMIT)))
+            ext.append(_Extent(pad_end, e, "gap", nonzero=sc.nonzero(pad_end, e, GAP_SCAN_LIMIT)))
     if de > last_end:
-        ext.append(Extent(last_end, de, "tail", nonzero=sc.nonzero(last_end, de, GAP_SCAN_LIMIT)))
+        ext.append(_Extent(last_end, de, "tail", nonzero=sc.nonzero(last_end, de, GAP_SCAN_LIMIT)))
 
 
 def _disjoint_extents(spans: list, do: int, de: int, ext: list, sc: _Scanner) -> None:
@@ -283,14 +287,14 @@ def _disjoint_extents(spans: list, do: int, de: int, ext: list, sc: _Scanner) ->
         if s > pos:
             pad_end = min(s, -(-pos // ALIGN) * ALIGN) if prev is not None else pos
             if pad_end > pos:
-                ext.append(Extent(pos, pad_end, "padding", (prev[2],), (prev[3],), nonzero=sc.nonzero(pos, pad_end, None)))
+                ext.append(_Extent(pos, pad_end, "padding", (prev[2],), (prev[3],), nonzero=sc.nonzero(pos, pad_end, None)))
             if s > pad_end:
-                ext.append(Extent(pad_end, s, "gap", nonzero=sc.nonzero(pad_end, s, GAP_SCAN_LIMIT)))
-        ext.append(Extent(s, e, "tensor", (name,), (where,), owners=1))
+                ext.append(_Extent(pad_end, s, "gap", nonzero=sc.nonzero(pad_end, s, GAP_SCAN_LIMIT)))
+        ext.append(_Extent(s, e, "tensor", (name,), (where,), owners=1))
         pos = e
         prev = (s, e, name, where)
     if de > pos:
-        ext.append(Extent(pos, de, "tail", nonzero=sc.nonzero(pos, de, GAP_SCAN_LIMIT)))
+        ext.append(_Extent(pos, de, "tail", nonzero=sc.nonzero(pos, de, GAP_SCAN_LIMIT)))
 
 
 def _tensors(model) -> list:
@@ -328,8 +332,14 @@ def _tensors(model) -> list:
 # findings
 
 
-def file_findings(doc: Document, lay: Layout | None = None, *, cancel: threading.Event | None = None) -> list[Finding]:
-    """Findings that need the byte layout or the writer (see the module docstring)."""
+def file_findings(
+    doc: Document, lay: Layout | None = None, *, cancel: threading.Event | None = None, canonical: bool = True
+) -> list[Finding]:
+    """Findings that need the byte layout or the writer (see the module docstring).
+
+    ``canonical=False`` skips ``noncanonical-manifest``: it re-encodes the whole manifest with the
+    writer, which costs about as much as opening the file.
+    """
     if doc.source != "onemodel" or doc.header is None:
         return []
     if lay is None:
@@ -367,7 +377,7 @@ def file_findings(doc: Document, lay: Layout | None = None, *, cancel: threading
     for code, n in counts.items():
         if n > MAX_FINDINGS_PER_CODE:
             out.append(Finding(code, "data", None, f"... and {n - MAX_FINDINGS_PER_CODE} more {code} findings"))
-    nc = noncanonical(doc)
+    nc = noncanonical(doc) if canonical else None
     if nc is not None:
         out.append(nc)
     return out
@@ -396,7 +406,9 @@ def noncanonical(doc: Document) -> Finding | None:
     )
 
 
-def all_findings(doc: Document, lay: Layout | None = None, *, cancel: threading.Event | None = None) -> list[Finding]:
+def all_findings(
+    doc: Document, lay: Layout | None = None, *, cancel: threading.Event | None = None, canonical: bool = True
+) -> list[Finding]:
     """The reader's findings plus :func:`file_findings` (and ``duplicate-key`` after a strict open)."""
     out = list(doc.findings)
     if doc.source == "onemodel" and doc.mode == "strict" and doc.manifest_span is not None and doc.storage is not None:
@@ -407,4 +419,4 @@ def all_findings(doc: Document, lay: Layout | None = None, *, cancel: threading.
             out.extend(duplicate_key_findings(doc.storage.read(mo, ml), mo))
         except FormatError:
             pass
-    return out + file_findings(doc, lay, cancel=cancel)
+    return out + file_findings(doc, lay, cancel=cancel, canonical=canonical)

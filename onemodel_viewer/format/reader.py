@@ -110,7 +110,13 @@ _GRAPH_ARRAYS = ("inputs", "outputs", "value_info", "initializers", "sparse_init
 # (a frozen dataclass's __init__ pays object.__setattr__ per field: ~9x slower for a Node)
 
 
-def _maker(cls):
+def fast_constructor(cls):
+    """A constructor for a frozen slotted dataclass ``cls`` that skips ``object.__setattr__``.
+
+    It builds a mutable twin class with the same slots, sets the fields, then re-classes the
+    instance to ``cls``: the result is an ordinary ``cls`` instance (frozen, same repr/eq), built
+    ~9x faster. Falls back to ``cls`` itself when the twin is not layout-compatible.
+    """
     fields = dataclasses.fields(cls)
     names = tuple(f.name for f in fields)
     if getattr(cls, "__slots__", None) != names:  # pragma: no cover - schema changed shape
@@ -138,12 +144,12 @@ def _maker(cls):
     return twin
 
 
-_Node = _maker(Node)
-_Tensor = _maker(Tensor)
-_ValueInfo = _maker(ValueInfo)
-_Type = _maker(Type)
-_Attribute = _maker(Attribute)
-_Graph = _maker(Graph)
+_Node = fast_constructor(Node)
+_Tensor = fast_constructor(Tensor)
+_ValueInfo = fast_constructor(ValueInfo)
+_Type = fast_constructor(Type)
+_Attribute = fast_constructor(Attribute)
+_Graph = fast_constructor(Graph)
 
 
 # ---------------------------------------------------------------------------------------------
