@@ -11,7 +11,7 @@ import bisect
 import os
 from dataclasses import dataclass
 
-from ..format.document import HEADER_FIELDS, HEADER_SIZE, Document
+from ..format.document import HEADER_FIELDS, Document
 from ..format.schema import Tensor, all_tensors
 
 

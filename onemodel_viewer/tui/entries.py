@@ -338,14 +338,15 @@ class EntryFactory:
         return _chunked(where, nodes, lambda i, n: self.node_entry(n, g, types, function), "nodes")
 
     def node_entry(self, n: Node, g: Graph | None, types: dict | None = None, function: Function | None = None) -> Entry:
-        kids = None
-        if any(a.graphs() or a.tensors() for a in n.attributes):
-            def kids() -> list[Entry]:
-                out = []
-                for a in n.attributes:
-                    out.extend(self.attribute_children(a, g, function))
-                return out
-        return Entry("node", node_label(n, types), obj=n, where=n.where, graph=g, function=function, children=kids)
+        def kids() -> list[Entry]:
+            out = []
+            for a in n.attributes:
+                out.extend(self.attribute_children(a, g, function))
+            return out
+
+        has_kids = any(a.graphs() or a.tensors() for a in n.attributes)
+        return Entry("node", node_label(n, types), obj=n, where=n.where, graph=g, function=function,
+                     children=kids if has_kids else None)
 
     def attribute_children(self, a: Attribute, g: Graph | None, function: Function | None = None) -> list[Entry]:
         out = []
