@@ -588,3 +588,17 @@ async def test_selecting_a_node_highlights_its_manifest_bytes():
         assert m0 <= start < end <= m0 + mlen and hexv.cursor == start
         raw = doc.storage.read(start, end - start)
         assert raw.startswith(b"{") and raw.endswith(b"}") and node.name.encode() in raw
+
+
+@aio
+async def test_enter_on_a_problem_in_the_tree_goes_to_its_record():
+    app = make_app(str(need(HOSTILE / "InvalidModel-cycle-self.onemodel")))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        tree = app.query_one(StructureTree)
+        problems = next(c for c in tree.root.children if c.label.plain.startswith("problems"))
+        problems.expand()
+        await pilot.pause()
+        tree.select_node(problems.children[0])
+        await settle(pilot)
+        assert app.current.kind == "node" and app.current.where == app.document.problems[0].where

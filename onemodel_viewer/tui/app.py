@@ -261,6 +261,12 @@ class OneModelApp(App[int]):
         if entry is not None:
             self.show_entry(entry)
 
+    @on(Tree.NodeSelected, "#tree")
+    def _tree_selected(self, event: Tree.NodeSelected) -> None:
+        entry = event.node.data
+        if entry is not None and entry.kind in ("problem", "finding") and entry.obj.where:
+            self.jump_to_problem(entry.obj)  # enter on a problem: go to the record it names
+
     def show_entry(self, entry: Entry) -> None:
         """Show ``entry`` in the detail pane, move the hex pane to its bytes, start its stats."""
         self.current = entry
