@@ -8,6 +8,8 @@ and atheris stops with a crash file. See ``fuzz/README.md``.
     python fuzz/fuzz_reader.py -atheris_runs=0 fuzz/corpus            # (seed with --seed first)
     python fuzz/fuzz_reader.py --seed fuzz/corpus                      # copy the seed corpus
     python fuzz/fuzz_reader.py fuzz/corpus -max_total_time=300 -timeout=10 -rss_limit_mb=2048
+    python fuzz/fuzz_reader.py --onnx --seed /tmp/onnx-corpus                  # the ONNX importer
+    python fuzz/fuzz_reader.py --onnx /tmp/onnx-corpus -max_total_time=300 -timeout=10
 
 :func:`exercise` is the harness proper; ``tests/test_fuzz.py`` calls it without atheris.
 """
@@ -138,6 +140,52 @@ def exercise(data: bytes, *, check_cli: bool = True, diff: bool = True) -> str:
 KNOWN_BAD_SEEDS = {"valid-zero-count-huge-dims"}
 
 
+_ONNX_PATH = os.path.join(_TMP, "input.onnx")
+
+
+def exercise_onnx(data: bytes) -> str:
+    """The ONNX importer (``format.open`` on a ``.onnx`` file): strict, diagnose, values, --check --json."""
+    from onemodel_viewer import format as omf
+    from onemodel_viewer.format import FormatError
+
+    with open(_ONNX_PATH, "wb") as f:
+        f.write(data)
+    outcome = "valid"
+    try:
+        doc = omf.open(_ONNX_PATH)
+    except FormatError as e:
+        outcome = e.kind.value
+        doc = None
+    if doc is not None:
+        try:
+            _touch_tensors(doc)
+        finally:
+            doc.close()
+    doc = omf.open(_ONNX_PATH, mode="diagnose")
+    try:
+        if outcome == "valid":
+            assert not doc.problems, f"strict accepted, diagnose found {doc.problems[0]}"
+        else:
+            assert doc.problems and doc.problems[0].kind.value == outcome
+        _touch_tensors(doc)
+    finally:
+        doc.close()
+    from onemodel_viewer.commands.check import run_check
+
+    out = io.StringIO()
+    with redirect_stdout(out), redirect_stderr(io.StringIO()):
+        code = run_check([_ONNX_PATH], as_json=True, strict=False)
+    assert code in (0, 1)
+    import json
+
+    json.loads(out.getvalue().splitlines()[0])
+    return outcome
+
+
+def onnx_seed_files() -> list[Path]:
+    return sorted(f for f in (ROOT / "testdata" / "valid").glob("*.onnx") if f.stat().st_size < 300_000)
+
+
 def seed_files() -> list[Path]:
     """Valid seeds: the corpus's valid files, testdata/valid/*.onemodel, and a few hostile ones."""
     files = sorted((ROOT / "testdata" / "hostile").glob("valid-*.onemodel"))
@@ -148,12 +196,16 @@ def seed_files() -> list[Path]:
 
 
 def main() -> None:
+    onnx_mode = "--onnx" in sys.argv
+    if onnx_mode:
+        sys.argv.remove("--onnx")
     if len(sys.argv) >= 3 and sys.argv[1] == "--seed":
         dst = Path(sys.argv[2])
         dst.mkdir(parents=True, exist_ok=True)
-        for f in seed_files():
+        seeds = onnx_seed_files() if onnx_mode else seed_files()
+        for f in seeds:
             shutil.copy(f, dst / f.name)
-        print(f"{len(seed_files())} seeds in {dst}")
+        print(f"{len(seeds)} seeds in {dst}")
         return
     import atheris
 
@@ -165,13 +217,17 @@ def main() -> None:
         import onemodel_viewer.format.reader  # noqa: F401
         import onemodel_viewer.format.schema  # noqa: F401
         import onemodel_viewer.format.storage  # noqa: F401
+        import onemodel_viewer.format.onnx_bridge  # noqa: F401
         try:
             import onemodel_viewer.analysis.layout  # noqa: F401
         except ImportError:
             pass
 
     def test_one_input(data: bytes) -> None:
-        exercise(data)
+        if onnx_mode:
+            exercise_onnx(data)
+        else:
+            exercise(data)
 
     atheris.Setup(sys.argv, test_one_input)
     atheris.Fuzz()

@@ -147,6 +147,47 @@ def test_mutated_files_fail_cleanly(blob):
     _guarded(blob)
 
 
+ONNX_SEEDS = [p.read_bytes() for p in fuzz_reader.onnx_seed_files()]
+
+
+@st.composite
+def mutated_onnx(draw):
+    blob = ONNX_SEEDS[draw(st.integers(0, len(ONNX_SEEDS) - 1))]
+    op = draw(st.sampled_from(["flip", "set", "truncate", "extend"]))
+    b = bytearray(blob)
+    if op == "flip":
+        for _ in range(draw(st.integers(1, 6))):
+            i = draw(st.integers(0, len(b) - 1))
+            b[i] ^= 1 << draw(st.integers(0, 7))
+    elif op == "set":
+        i = draw(st.integers(0, len(b) - 1))
+        b[i] = draw(st.sampled_from([0, 0x7F, 0x80, 0xFF, 0x08, 0x0A, 0x12, 0x1A]))
+    elif op == "truncate":
+        del b[draw(st.integers(0, len(b) - 1)):]
+    else:
+        b += draw(st.binary(min_size=1, max_size=64))
+    return bytes(b)
+
+
+@pytest.mark.skipif(not ONNX_SEEDS, reason="no testdata/valid/*.onnx yet")
+@settings(max_examples=150, deadline=None, derandomize=True, database=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(mutated_onnx())
+def test_mutated_onnx_fail_cleanly(blob):
+    """The ONNX importer (its own protobuf scanner strips initializer raw_data) on mutated .onnx files."""
+
+    def on_alarm(signum, frame):
+        raise Hang(f"no result after {TIMEOUT_S} s")
+
+    old = signal.signal(signal.SIGALRM, on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, TIMEOUT_S)
+    try:
+        fuzz_reader.exercise_onnx(blob)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
 def test_seeds_are_valid():
     assert len(SEEDS) >= 5
     for blob in SEEDS:

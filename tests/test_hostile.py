@@ -250,7 +250,7 @@ def test_fifo_does_not_hang(tmp_path):
     os.mkfifo(fifo)
     try:
         r = subprocess.run([sys.executable, "-m", "onemodel_viewer", "--check", "--json", str(fifo)],
-                           capture_output=True, text=True, timeout=8)
+                           capture_output=True, text=True, timeout=3)
     except subprocess.TimeoutExpired:
         pytest.fail("--check blocked on a FIFO")
     assert r.returncode == 1, r.stderr

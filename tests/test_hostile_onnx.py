@@ -81,13 +81,12 @@ def test_external_symlinked_dir_escape_refused(secret, tmp_path):
     assert e.kind is Kind.MALFORMED
 
 
-@pytest.mark.xfail(strict=True, reason="gap: a hard link inside the model folder to a file outside it is read "
-                   "(onnx_bridge checks realpath containment, not st_nlink; STYLE.md rule 9 asks to refuse hard links)")
 def test_external_hard_link_refused(secret):
+    """A hard link inside the folder to a file outside it: realpath cannot see it; st_nlink > 1 is refused."""
     s, d = secret
     os.link(s, d / "hard.bin")
-    with pytest.raises(FormatError):
-        omf.open(_model_with_external(d, "hard.bin")).close()
+    e = _first_problem(_model_with_external(d, "hard.bin"))
+    assert (e.kind, e.where) == (Kind.MALFORMED, "onnx.graph.initializers[0].external_data.location")
 
 
 def test_external_missing_is_io(secret):
@@ -131,3 +130,69 @@ def test_garbage_onnx_is_clean(tmp_path, blob):
                        capture_output=True, text=True, timeout=60)
     assert r.returncode in (0, 1), r.stderr[-2000:]
     assert "Traceback" not in r.stderr
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        out.append(b | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def _ld(field: int, payload: bytes) -> bytes:
+    return _varint(field << 3 | 2) + _varint(len(payload)) + payload
+
+
+@pytest.mark.parametrize("depth", [50, 5000])
+def test_deeply_nested_onnx_types_are_malformed(tmp_path, depth):
+    """Hand-serialized TypeProto nesting: protobuf's decode depth limit stops it; reported as Malformed."""
+    t = _ld(1, _varint(1 << 3) + _varint(1))  # tensor_type { elem_type: FLOAT }
+    for _ in range(depth):
+        t = _ld(4, _ld(1, t))  # sequence_type { elem_type: t }
+    g = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "g", [],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    m = helper.make_model(helper.make_graph([], "tmp", [], []), opset_imports=[helper.make_opsetid("", 17)])
+    m.ClearField("graph")
+    p = tmp_path / "deep.onnx"
+    p.write_bytes(m.SerializeToString() + _ld(7, g.SerializeToString() + _ld(11, _ld(1, b"x") + _ld(2, t))))
+    e = _first_problem(p)
+    assert (e.kind, e.where) == (Kind.MALFORMED, "onnx")
+
+
+def _onnx_with_initializer(tmp_path, t) -> Path:
+    g = helper.make_graph([helper.make_node("Identity", ["w"], ["y"])], "g", [],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [t])
+    p = tmp_path / "m.onnx"
+    p.write_bytes(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString())
+    return p
+
+
+def _tensor(dtype: int, dims: list[int], **fields) -> TensorProto:
+    t = TensorProto()
+    t.name, t.data_type = "w", dtype
+    t.dims.extend(dims)
+    for k, v in fields.items():
+        if isinstance(v, bytes):
+            setattr(t, k, v)
+        else:
+            getattr(t, k).extend(v)
+    return t
+
+
+@pytest.mark.parametrize("case,tensor,kind", [
+    ("huge-dims-raw", _tensor(1, [1 << 40], raw_data=b"\0" * 16), Kind.INVALID_MODEL),
+    ("huge-dims-typed", _tensor(1, [1 << 40], float_data=[1.0] * 4), Kind.INVALID_MODEL),
+    ("count-2pow124", _tensor(1, [1 << 62, 1 << 62]), Kind.UNSUPPORTED),
+    ("dtype-99", _tensor(99, [4], raw_data=b"\0" * 16), Kind.UNSUPPORTED),
+    ("float16-typed-short", _tensor(10, [5], int32_data=[1, 2]), Kind.INVALID_MODEL),
+    ("negative-dim", _tensor(1, [-4], raw_data=b"\0" * 16), Kind.INVALID_MODEL),
+    ("strings-short", _tensor(8, [3], string_data=[b"a"]), Kind.INVALID_MODEL),
+], ids=lambda x: x if isinstance(x, str) else "")
+def test_bad_onnx_tensors_are_refused_without_allocating(tmp_path, case, tensor, kind):
+    """Dims claiming 2^40 elements with 16 bytes of data: refused before any allocation from dims."""
+    e = _first_problem(_onnx_with_initializer(tmp_path, tensor))
+    assert e.kind is kind, e
+    assert e.where.startswith("onnx.graph.initializers[0]")
