@@ -602,3 +602,37 @@ async def test_enter_on_a_problem_in_the_tree_goes_to_its_record():
         tree.select_node(problems.children[0])
         await settle(pilot)
         assert app.current.kind == "node" and app.current.where == app.document.problems[0].where
+
+
+@aio
+async def test_stats_progress_bar_for_big_tensors(monkeypatch):
+    import onemodel_viewer.analysis.stats as stats_mod
+    from textual.widgets import ProgressBar
+
+    from onemodel_viewer.tui import stats_panel
+
+    monkeypatch.setattr(stats_panel, "PROGRESS_MIN", 1)  # every tensor counts as big here
+    halfway = threading.Event()
+    release = threading.Event()
+    real = stats_mod.compute_stats
+
+    def slow(tensor, *, cancel=None, progress=None, chunk_bytes=8 << 20):
+        progress(tensor.length // 2, tensor.length)
+        halfway.set()
+        release.wait(10)
+        progress(tensor.length, tensor.length)
+        return real(tensor, cancel=cancel)
+
+    monkeypatch.setattr(stats_mod, "compute_stats", slow)
+    app = make_app(str(need(SHOWCASE)))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        app.reveal(app.document.model.graph.initializers[0].where)
+        assert await asyncio.to_thread(halfway.wait, 5)
+        await pilot.pause(0.1)
+        bar = app.query_one(ProgressBar)
+        assert not bar.has_class("hidden") and bar.progress == 50
+        release.set()
+        await settle(pilot)
+        assert bar.has_class("hidden")
+        assert app.query_one(StatsPanel).state == "done"

@@ -103,3 +103,13 @@ def test_snapshot_hostile_names(snap_compare):
         await settle(pilot)
 
     assert snap_compare(app_for(HOSTILE / "valid-term-all.onemodel"), terminal_size=(120, 40), run_before=run_before)
+
+
+def test_snapshot_light_theme(snap_compare):
+    async def run_before(pilot):
+        await settle(pilot)
+        await pilot.press("ctrl+t")
+        pilot.app.reveal(pilot.app.document.model.graph.initializers[2].where)
+        await settle(pilot)
+
+    assert snap_compare(app_for(SHOWCASE), terminal_size=(120, 40), run_before=run_before)
