@@ -636,3 +636,32 @@ async def test_stats_progress_bar_for_big_tensors(monkeypatch):
         await settle(pilot)
         assert bar.has_class("hidden")
         assert app.query_one(StatsPanel).state == "done"
+
+
+@aio
+async def test_file_changed_on_disk_shows_error_then_reload_recovers(tmp_path):
+    """A mapped file that changes under the viewer must never be touched again (SIGBUS): show, offer r."""
+    import shutil
+
+    path = tmp_path / "m.onemodel"
+    shutil.copy(need(SHOWCASE), path)
+    assert path.stat().st_size >= 1 << 20  # mapped, not read
+    app = make_app(str(path))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        with open(path, "r+b") as f:
+            f.truncate(path.stat().st_size // 2)
+        hexv = app.query_one(HexView)
+        hexv.goto(app.document.size - 100)
+        await settle(pilot)
+        assert hexv.error is not None and "changed" in hexv.error
+        t = app.document.model.graph.initializers[-1]
+        app.reveal(t.where)
+        await settle(pilot)
+        panel = app.query_one(StatsPanel)
+        assert panel.state == "error" and "Io" in panel.summary_text()
+        await pilot.press("r")
+        await settle(pilot)
+        assert app.document.size == path.stat().st_size
+        assert app.document.problems  # the truncated file is now reported
+        assert app.is_running
