@@ -195,3 +195,12 @@ def test_visible_truncates():
 def test_visible_bytes():
     assert visible_bytes(b"ok\xff\x1b") == "ok\\xff\\x1b"
     assert visible_bytes("é".encode()) == "é"
+
+
+def test_text_report_with_offset_beyond_the_file(tmp_path, capsys):
+    """A tensor range claimed past 2^63 must not make the hex excerpt crash (seek overflow)."""
+    t = tensor("w", 1, [1], (1 << 63) - 64, 4)
+    p = write(tmp_path, pack(model(graph(initializers=[t])), bytes(64)), "far.onemodel")
+    assert run_check([str(p)], as_json=False) == 1
+    out = capsys.readouterr().out
+    assert "Malformed" in out and "initializers[0].data" in out

@@ -128,9 +128,12 @@ def _excerpt(path: str, offset: int) -> tuple[int, bytes] | None:
     start = max(0, (offset // 16) * 16 - 16)
     try:
         with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            if offset < 0 or start >= size:  # a claimed offset past the end (even past 2^63): nothing to show
+                return None
             f.seek(start)
             data = f.read(EXCERPT)
-    except OSError:
+    except (OSError, ValueError, OverflowError):
         return None
     return (start, data) if data else None
 
