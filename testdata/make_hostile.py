@@ -783,6 +783,61 @@ def misc_valid_cases() -> None:
          "though 2^93 on the way: a reader checking partial products rejects a valid file")
 
 
+def more_cases() -> None:
+    """Cases added after the first reader run (each still exactly one defect)."""
+
+    def at(fn, stem, where, note=""):
+        case(stem, mutated(fn), where, note)
+
+    ini = lambda m, i: m["graph"]["initializers"][i]  # noqa: E731
+    I0 = f"{G}.initializers[0]"
+    at(lambda m: drop(ini(m, 0), "data"), "Malformed-missing-data", f"{I0}.data",
+       "a non-string tensor needs data (a string tensor needs strings)")
+    at(lambda m: ini(m, 0).__setitem__("strings", [b64(b"a")] * 4), "Malformed-strings-on-float-tensor",
+       f"{I0}.strings", "a float tensor carrying strings as well as data")
+    at(lambda m: m["graph"]["nodes"][1]["attributes"].__setitem__(0, {"name": "alpha", "type": 1, "ref": "alpha"}),
+       "InvalidModel-ref-outside-function", f"{G}.nodes[1].attributes[0].ref",
+       "a reference to an enclosing function's attribute, in the main graph (no function encloses it)")
+    at(lambda m: drop(m["opsets"][1], "version"), "Malformed-missing-opset-version", "manifest.opsets[1].version")
+    at(lambda m: m["graph"]["initializers"][0]["dims"].__setitem__(0, raw("04")), "Malformed-int-leading-zero",
+       "manifest", "04 is not JSON")
+    at(lambda m: m["graph"]["initializers"][0]["dims"].__setitem__(0, raw("+4")), "Malformed-int-plus-sign",
+       "manifest", "+4 is not JSON")
+    # Python refuses to convert integers of more than 4300 digits (sys.get_int_max_str_digits): the reader
+    # must turn that ValueError into a clean problem. It is not valid JSON for us anyway (not an int64).
+    at(lambda m: m.__setitem__("x_unknown", raw("9" * 5000)), "Malformed-int-5000-digits", "manifest",
+       "a 5000-digit integer in an unknown field")
+    at(lambda m: m["functions"][0]["nodes"].append(node("f1", "Relu", ["a"], ["c"])),
+       "InvalidModel-function-duplicate-output", "manifest.functions[0].nodes[1].outputs[0]")
+    at(lambda m: m["graph"]["sparse_initializers"][0]["indices"].__setitem__("dtype", 0),
+       "Unsupported-sparse-indices-dtype-0", f"{G}.sparse_initializers[0].indices.dtype")
+    at(lambda m: m["graph"]["nodes"][4]["attributes"].append({"name": "tensors", "type": 9, "value": [
+        tensor("t0", 1, [2], 320, 8), tensor("t1", 1, [2], 320, 4)]}), "InvalidModel-attribute-tensors-length",
+       f"{N4}.attributes[8].value[1].data.length")
+    at(lambda m: m["graph"]["nodes"][4]["attributes"].append({"name": "tps", "type": 14, "value": [
+        {"kind": "tensor", "elem": 1}, {"kind": "bogus"}]}), "Unsupported-attribute-type-protos-kind",
+       f"{N4}.attributes[8].value[1].kind")
+    at(lambda m: m["graph"]["nodes"][4]["attributes"].append({"name": "sp", "type": 11, "value": {
+        "values": tensor("spv", 1, [2], 192, 8), "indices": tensor("", 7, [2], 256, 16), "dims": [-1]}}),
+       "InvalidModel-attribute-sparse-dims-negative", f"{N4}.attributes[8].value.dims[0]")
+    m = dump(base())
+    case("Malformed-manifest-utf16", assemble(m.decode().encode("utf-16-le"), DATA), "manifest",
+         "the manifest in UTF-16 (NUL bytes everywhere)")
+    # valid
+    m = base()
+    m["graph"] = {"name": "empty", "nodes": []}
+    del m["functions"]
+    case("valid-no-tensors", build(m, b""), note="no tensors: an empty data region at the end of the file")
+    m = base()
+    m["graph"]["outputs"].append({"name": "x"})
+    case("valid-input-is-output", build(m), note="a graph input listed as a graph output")
+    m = base()
+    m["graph"]["nodes"][3]["attributes"][0]["value"]["nodes"][0]["outputs"] = ["zt"]
+    m["graph"]["nodes"][3]["attributes"][1]["value"]["outputs"][0]["name"] = "zt"
+    m["graph"]["nodes"][3]["attributes"][1]["value"]["nodes"][0]["outputs"] = ["zt"]
+    case("valid-same-name-in-sibling-subgraphs", build(m), note="then and else both define zt (different graphs)")
+
+
 def generate() -> dict[str, tuple[bytes, str | None, str, str]]:
     CASES.clear()
     header_cases()
@@ -793,6 +848,7 @@ def generate() -> dict[str, tuple[bytes, str | None, str, str]]:
     tensor_cases()
     type_and_nesting_cases()
     reading_rule_cases()
+    more_cases()
     terminal_safety_cases()
     misc_valid_cases()
     return dict(CASES)
