@@ -290,6 +290,9 @@ class OneModelApp(App[int]):
         if entry.kind == "header" and isinstance(obj, tuple):
             hexv.goto(obj[1], obj[2])
             return
+        if entry.where == "header":
+            hexv.goto(0, min(64, hexv.file_size))
+            return
         if entry.kind in ("problem", "finding") and getattr(obj, "offset", None) is not None:
             hexv.goto(obj.offset, 1)
             return
