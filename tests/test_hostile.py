@@ -98,6 +98,13 @@ def test_hostile_strict(name):
     got = (info.value.kind.value, info.value.where)
     assert got == (want["kind"], want["where"]), info.value
     assert _digest(path) == before
+    # header problems point at their field's bytes; manifest problems inside the file
+    if want["where"].startswith("header."):
+        assert info.value.offset == omf.Header.field_span(want["where"][len("header."):])[0]
+    elif want["where"] == "header":
+        assert info.value.offset == 0
+    elif info.value.offset is not None and not want["where"].endswith(".data"):
+        assert 64 <= info.value.offset < path.stat().st_size, info.value.offset
 
 
 @pytest.mark.parametrize("name", _params(HOSTILE_FILES))
