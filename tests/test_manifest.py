@@ -276,3 +276,24 @@ def test_split_and_join_paths():
     assert M.split_path("header.flags") is None
     assert M.join("manifest", "a b") == 'manifest["a b"]'
     assert M.join("manifest", "ok_1") == "manifest.ok_1"
+
+
+def test_locate_falls_back_to_bytes_on_invalid_utf8():
+    data = b'{"a":"\xff\xfe","b":[1,22]}'
+    assert M.locate(data, "manifest.b[1]") == (data.index(b"22"), data.index(b"22") + 2)
+
+
+def test_locator_caches_and_agrees_with_locate():
+    doc = {"graph": {"nodes": [{"op": f"N{i}", "inputs": [f"x{i}", "y"]} for i in range(300)]}}
+    data = json.dumps(doc, ensure_ascii=False).encode()
+    loc = M.Locator(data)
+    for i in (0, 150, 299, 150):
+        where = f"manifest.graph.nodes[{i}].inputs[0]"
+        s, e, path = loc.nearest(where)
+        assert path == where and json.loads(data[s:e]) == f"x{i}" and M.locate(data, where) == (s, e)
+
+
+def test_locate_non_ascii_byte_offsets():
+    data = '{"é":"日本","k":[true]}'.encode()
+    s, e = M.locate(data, "manifest.k[0]")
+    assert data[s:e] == b"true"
