@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import subprocess
@@ -403,3 +404,14 @@ def test_same_stats_from_onnx_and_onemodel(name):
         assert compute_stats(ta[k]) == compute_stats(tb[k]), k
     a.close()
     b.close()
+
+
+@pytest.mark.parametrize("code", [1, 11, 14, 7, 10])
+def test_histogram_can_be_left_out(code):
+    t = make(code, sample(code, n=3000))
+    full = compute_stats(t, chunk_bytes=512, threads=2)
+    lean = compute_stats(t, chunk_bytes=512, threads=2, histogram=False)
+    if code == 10:  # pattern counts: the histogram costs nothing and is always there
+        assert lean == full
+    else:
+        assert lean == dataclasses.replace(full, histogram=(), hist_range=None)

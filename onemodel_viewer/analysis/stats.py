@@ -424,6 +424,7 @@ def compute_stats(
     progress: Callable[[int, int], None] | None = None,
     chunk_bytes: int = 8 << 20,
     threads: int | None = None,
+    histogram: bool = True,
 ) -> TensorStats:
     """Statistics of ``tensor`` in one chunked pass (two for float32/64, complex, wide ints).
 
@@ -433,7 +434,9 @@ def compute_stats(
     chunks, so a file changed on disk raises ``FormatError(Io)``. A byte length that
     does not match dims and dtype raises ``FormatError(InvalidModel)``, an unknown
     dtype ``FormatError(Unsupported)``. ``threads`` (default: up to 2) workers share
-    the chunks of large tensors.
+    the chunks of large tensors. ``histogram=False`` leaves the histogram out (``()``,
+    ``None``) where it costs a pass of its own (float32/64, complex, wide integers): the
+    bin counting is most of the time of those.
     """
     info = DTYPES.get(tensor.dtype)
     if info is None:
@@ -470,7 +473,7 @@ def compute_stats(
         return stats
     if info.bits <= 16:
         return _pattern_stats(tensor, raw, info, count, chunks, first, cancel, progress, threads)
-    return _two_pass_stats(tensor, raw, info, count, chunks, first, cancel, progress, threads)
+    return _two_pass_stats(tensor, raw, info, count, chunks, first, cancel, progress, threads, histogram)
 
 
 def _first_values(raw: "np.ndarray", info: DType, count: int) -> tuple[str, ...]:
@@ -631,7 +634,7 @@ def _from_values(info: DType, count: int, vals: "np.ndarray", counts: "np.ndarra
 # ---------------------------------------------------------------------------- float32/64, complex, wide ints
 
 
-def _two_pass_stats(tensor, raw, info: DType, count, chunks, first, cancel, progress, threads) -> TensorStats:
+def _two_pass_stats(tensor, raw, info: DType, count, chunks, first, cancel, progress, threads, histogram=True) -> TensorStats:
     import numpy as np
 
     code = info.code
@@ -721,11 +724,11 @@ def _two_pass_stats(tensor, raw, info: DType, count, chunks, first, cancel, prog
     mean = min(max(math.fsum(sums) / finite, flo), fhi)  # rounding may leave [lo, hi] 
     if flo == fhi:  # one value: no spread, numpy's histogram convention
         driver.advance(raw.size)
-        histogram = [0] * BINS
-        histogram[BINS // 2] = finite
+        hist1 = [0] * BINS
+        hist1[BINS // 2] = finite
         return TensorStats(
-            count, code, lo, hi, flo, 0.0, nan, posinf, neginf, zeros, finite, tuple(histogram),
-            (flo - 0.5, fhi + 0.5), first,
+            count, code, lo, hi, flo, 0.0, nan, posinf, neginf, zeros, finite, tuple(hist1) if histogram else (),
+            (flo - 0.5, fhi + 0.5) if histogram else None, first,
         )
 
     work_f32 = npdt == np.float32 or (is_complex and code == 14)
@@ -747,7 +750,8 @@ def _two_pass_stats(tensor, raw, info: DType, count, chunks, first, cancel, prog
                 bm2, bsd, bc = _pass2(b)
                 m2 += bm2
                 sd += bsd
-                counts += bc
+                if bc is not None:
+                    counts += bc
         return m2, sd, counts
 
     def _pass2(c: _Chunk):
@@ -764,6 +768,8 @@ def _two_pass_stats(tensor, raw, info: DType, count, chunks, first, cancel, prog
             if not math.isfinite(m2):
                 d64 = x.astype(np.float64) - ref
                 m2 = float(np.dot(d64, d64))
+            if not histogram:
+                return m2, sd, None
             np.multiply(d, f32(norm), out=d)
             np.add(d, f32((ref - flo) * norm), out=d)
             t = d
@@ -776,6 +782,8 @@ def _two_pass_stats(tensor, raw, info: DType, count, chunks, first, cancel, prog
             d = np.subtract(xf, ref, out=_buffer(np.float64, n, 2))
             m2 = float(np.dot(d, d))
             sd = float(np.dot(d, _ones(d.dtype, n)))
+            if not histogram:
+                return m2, sd, None
             if wide:
                 t = np.multiply(xf, 0.5, out=d)
                 np.subtract(t, flo * 0.5, out=t)
@@ -800,6 +808,6 @@ def _two_pass_stats(tensor, raw, info: DType, count, chunks, first, cancel, prog
             m2 = max(0.0, m2 - sd * sd / finite)
     std = math.sqrt(m2 / finite) if math.isfinite(m2) else math.inf
     return TensorStats(
-        count, code, lo, hi, mean, std, nan, posinf, neginf, zeros, finite, tuple(int(h) for h in hist),
-        (flo, fhi), first,
+        count, code, lo, hi, mean, std, nan, posinf, neginf, zeros, finite,
+        tuple(int(h) for h in hist) if histogram else (), (flo, fhi) if histogram else None, first,
     )
