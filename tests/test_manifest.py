@@ -297,3 +297,11 @@ def test_locate_non_ascii_byte_offsets():
     data = '{"é":"日本","k":[true]}'.encode()
     s, e = M.locate(data, "manifest.k[0]")
     assert data[s:e] == b"true"
+
+
+def test_locator_text_and_byte_walks_agree_on_non_ascii():
+    doc = {"é" * 5000: 1, "a": ["日本" * 3000, {"k": [1, 2, "x"]}], "z": "ü"}
+    data = json.dumps(doc, ensure_ascii=False).encode()
+    loc = M.Locator(data)
+    for where in ("manifest.a[1].k[2]", "manifest.a[0]", "manifest.a[1]", "manifest.z", "manifest"):
+        assert loc.nearest(where) == M._nearest_bytes(data, M.split_path(where))

@@ -390,6 +390,7 @@ class Locator:
             self.text = None
         self.ascii = self.text is not None and self.text.isascii()
         self._members: dict[int, object] = {}
+        self._blocks: list[int] | None = None
         self._scan = _json_scanner.make_scanner(_json_decoder.JSONDecoder())
 
     def nearest(self, where: str) -> tuple[int, int, str] | None:
@@ -413,10 +414,21 @@ class Locator:
                 return self._byte(s), self._byte(e), path
         return _nearest_bytes(self.data, steps)
 
+    _BLOCK = 4096
+
     def _byte(self, pos: int) -> int:
+        """Byte offset of character ``pos`` (block prefix sums: O(block) per call after one pass)."""
         if self.ascii:
             return pos
-        return len(self.text[:pos].encode("utf-8", "surrogatepass"))  # type: ignore[index]
+        text = self.text
+        if self._blocks is None:
+            acc, blocks = 0, [0]
+            for i in range(0, len(text), self._BLOCK):
+                acc += len(text[i : i + self._BLOCK].encode("utf-8", "surrogatepass"))
+                blocks.append(acc)
+            self._blocks = blocks
+        k = pos // self._BLOCK
+        return self._blocks[k] + len(text[k * self._BLOCK : pos].encode("utf-8", "surrogatepass"))
 
     def _nearest_text(self, steps: list):
         text = self.text

@@ -89,8 +89,9 @@ MAX_TENSOR_BYTES = (1 << 31) - 1
 I64_MIN = -(1 << 63)
 I64_MAX = (1 << 63) - 1
 U32_MAX = (1 << 32) - 1
-LOCATE_CAP = 200
-"""Diagnose mode: how many problems/findings get a located manifest offset (each locate is linear)."""
+LOCATE_CAP = 2000
+"""Diagnose mode: how many problems/findings get a located manifest offset (the first look-up in
+each array is linear, later ones are cached; past the cap the offset is None)."""
 
 _LOCATE = object()
 _ABSENT = object()
@@ -99,6 +100,7 @@ _join = "".join
 _chain = itertools.chain
 _tensor_fields = operator.itemgetter("name", "dtype", "dims", "data")
 _data_fields = operator.itemgetter("offset", "length")
+_attr_fields = operator.itemgetter("name", "type", "value")
 _node_fields = operator.itemgetter("name", "op", "domain", "overload", "inputs", "outputs", "attributes")
 _DEFAULT_DOMAINS = ("", "ai.onnx")
 _TYPE_KINDS = ("tensor", "sparse_tensor", "sequence", "optional", "map", "opaque")
@@ -581,6 +583,19 @@ class _Builder:
         )
 
     def attribute(self, o, w: str, level: int) -> Attribute:
+        # Fast path: exactly {name, type, value} (no doc, no ref) with a known type code.
+        try:
+            name, t, value = _attr_fields(o)
+        except (KeyError, TypeError):
+            pass
+        else:
+            if len(o) == 3 and type(name) is str and type(t) is int and 1 <= t <= 14:
+                if t == 2 and type(value) is int and I64_MIN <= value <= I64_MAX:
+                    return _Attribute(name, 2, value, "", "", w)
+                return _Attribute(name, t, self.attr_value(t, value, f"{w}.value", level), "", "", w)
+        return self.attribute_slow(o, w, level)
+
+    def attribute_slow(self, o, w: str, level: int) -> Attribute:
         if type(o) is not dict:
             self.wrong(w, o, "an Attribute (an object)")
             return _Attribute(name="", type=0, where=w)
