@@ -432,3 +432,10 @@ def test_deep_caller_gets_no_recursionerror(tmp_path):
 def test_cycle_reported_on_the_cycle_not_downstream(tmp_path):
     g = graph(nodes=[node("Down", ["b"], ["d"]), node("A", ["b"], ["a"]), node("B", ["a"], ["b"])])
     assert first(tmp_path, model(g)) == (IV, "manifest.graph.nodes[1]")
+
+
+def test_non_object_sparse_initializer_diagnose(tmp_path):
+    """Regression: a sparse initializer that is not an object left None in the graph (AttributeError)."""
+    ps, d = diag(tmp_path, model(graph(sparse_initializers=[5])))
+    assert ps == [(Kind.MALFORMED, "manifest.graph.sparse_initializers[0]")]
+    assert d.model.graph.sparse_initializers == ()

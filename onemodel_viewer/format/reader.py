@@ -448,7 +448,9 @@ class _Builder:
             outputs=tuple([vi(x, f"{w}.outputs[{i}]", tl) for i, x in enumerate(outs)]),
             value_info=tuple([vi(x, f"{w}.value_info[{i}]", tl) for i, x in enumerate(vinfo)]),
             initializers=tuple([self.tensor(x, f"{w}.initializers[{i}]") for i, x in enumerate(inits)]),
-            sparse_initializers=tuple([self.sparse(x, f"{w}.sparse_initializers[{i}]") for i, x in enumerate(sparse)]),
+            sparse_initializers=tuple(
+                [s for s in (self.sparse(x, f"{w}.sparse_initializers[{i}]") for i, x in enumerate(sparse)) if s is not None]
+            ),
             nodes=tuple([self.node(x, f"{w}.nodes[{i}]", level) for i, x in enumerate(nodes)]),
             order=None,
             where=w,
