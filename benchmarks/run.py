@@ -317,6 +317,13 @@ class Suite:
                 note += ", their bytes read as bfloat16"
             self.add(Row(f"{label} stats throughput", f"{gbs:.2f} GB/s", "", "", ">= 1 GB/s", gbs >= 1.0,
                          note=note + f"; {fmt_s(sec)}"))
+        for code, label in ((10, "float16"), (16, "bfloat16")):
+            n = f32.length // 2
+            big = dataclasses.replace(f32, dtype=code, dims=(n,))
+            sec = median_call(lambda: compute_stats(big), rep)
+            gbs = big.length / sec / 1e9
+            self.add(Row(f"{label} stats throughput, one {big.length / MIB:.0f} MiB tensor", f"{gbs:.2f} GB/s", "", "",
+                         ">= 1 GB/s", gbs >= 1.0, note=f"the float32 embedding's bytes read as {label}; {fmt_s(sec)}"))
         doc.close()
 
     # -- convert

@@ -415,3 +415,19 @@ def test_histogram_can_be_left_out(code):
         assert lean == full
     else:
         assert lean == dataclasses.replace(full, histogram=(), hist_range=None)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_weighted_histogram_matches_numpy_on_edges(seed):
+    """The multiset histogram puts values lying exactly on (or a rounding off) an edge where numpy does."""
+    from onemodel_viewer.analysis.stats import _weighted_histogram
+
+    rng = np.random.default_rng(seed)
+    lo, hi = sorted(rng.standard_normal(2) * 10.0 ** rng.integers(-3, 4))
+    edges = np.linspace(lo, hi, 33)
+    v = np.concatenate([edges, np.nextafter(edges, -np.inf)[1:], np.nextafter(edges, np.inf)[:-1],
+                        rng.uniform(lo, hi, 500)])
+    c = rng.integers(1, 1000, v.size)
+    ref, ref_edges = np.histogram(v, bins=32, range=(lo, hi), weights=c)
+    got, rng_ = _weighted_histogram(v, c, lo, hi)
+    assert got == tuple(int(x) for x in ref) and rng_ == (ref_edges[0], ref_edges[-1])

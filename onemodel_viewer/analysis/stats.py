@@ -619,16 +619,32 @@ def _from_values(info: DType, count: int, vals: "np.ndarray", counts: "np.ndarra
     mean = float(np.add.reduce(cf * v)) / finite  # not np.dot: no BLAS (and its threads) for this
     dev = v - mean
     std = math.sqrt(float(np.add.reduce(cf * dev * dev)) / finite)
-    hist, edges = np.histogram(v, bins=BINS, range=(lo, hi), weights=c.astype(np.float64))
-    histogram = tuple(int(round(h)) for h in hist)
+    histogram, edges = _weighted_histogram(v, c, lo, hi)
     mn: float | int = lo
     mx: float | int = hi
     if not info.is_float:
         mn, mx = int(lo), int(hi)
     return TensorStats(
-        count, info.code, mn, mx, mean, std, nan, posinf, neginf, zeros, finite, histogram,
-        (float(edges[0]), float(edges[-1])), first,
+        count, info.code, mn, mx, mean, std, nan, posinf, neginf, zeros, finite, histogram, edges, first,
     )
+
+
+def _weighted_histogram(v: "np.ndarray", c: "np.ndarray", lo: float, hi: float) -> tuple[tuple[int, ...], tuple[float, float]]:
+    """``numpy.histogram(v, 32, (lo, hi), weights=c)`` with integer counts, the same bins, less overhead."""
+    import numpy as np
+
+    if lo == hi:
+        lo, hi = lo - 0.5, hi + 0.5
+    edges = np.linspace(lo, hi, BINS + 1)
+    norm = BINS / (hi - lo)
+    with np.errstate(all="ignore"):
+        idx = ((v - lo) * norm).astype(np.intp)
+    np.clip(idx, 0, BINS - 1, out=idx)
+    # numpy's correction for values a rounding away from an edge
+    idx[v < edges[idx]] -= 1
+    idx[(v >= edges[idx + 1]) & (idx != BINS - 1)] += 1
+    counts = np.bincount(idx, weights=c.astype(np.float64), minlength=BINS)
+    return tuple(int(round(h)) for h in counts), (float(edges[0]), float(edges[-1]))
 
 
 # ---------------------------------------------------------------------------- float32/64, complex, wide ints
