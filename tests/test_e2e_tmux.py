@@ -36,13 +36,17 @@ class Tmux:
 
     def __init__(self, *args: str, width: int = 120, height: int = 40) -> None:
         self.name = f"omv-{uuid.uuid4().hex[:8]}"
+        # one tmux server per session (-L): parallel tests must not share window sizes
+        self.tmux = ["tmux", "-L", self.name, "-f", os.devnull]
         env = {**os.environ, "TERM": "xterm-256color"}
-        cmd = " ".join([_command(), *[_quote(a) for a in args]]) + "; echo __EXITED__ $?; sleep 30"
-        subprocess.run(["tmux", "new-session", "-d", "-s", self.name, "-x", str(width), "-y", str(height), cmd],
+        env.pop("TMUX", None)
+        size = f"stty cols {width} rows {height} 2>/dev/null; "
+        cmd = size + " ".join([_command(), *[_quote(a) for a in args]]) + "; echo __EXITED__ $?; sleep 30"
+        subprocess.run([*self.tmux, "new-session", "-d", "-s", self.name, "-x", str(width), "-y", str(height), cmd],
                        check=True, env=env)
 
     def screen(self) -> str:
-        return subprocess.run(["tmux", "capture-pane", "-p", "-t", self.name], capture_output=True, text=True).stdout
+        return subprocess.run([*self.tmux, "capture-pane", "-p", "-t", self.name], capture_output=True, text=True).stdout
 
     def wait_for(self, text: str, timeout: float = 30.0) -> str:
         end = time.monotonic() + timeout
@@ -56,11 +60,11 @@ class Tmux:
 
     def keys(self, *keys: str, literal: bool = False) -> None:
         for k in keys:
-            subprocess.run(["tmux", "send-keys", "-t", self.name, *(["-l"] if literal else []), k], check=True)
+            subprocess.run([*self.tmux, "send-keys", "-t", self.name, *(["-l"] if literal else []), k], check=True)
             time.sleep(0.05)
 
     def close(self) -> None:
-        subprocess.run(["tmux", "kill-session", "-t", self.name], capture_output=True)
+        subprocess.run([*self.tmux, "kill-server"], capture_output=True)
 
 
 def _quote(s: str) -> str:
