@@ -413,8 +413,29 @@ def test_histogram_can_be_left_out(code):
     lean = compute_stats(t, chunk_bytes=512, threads=2, histogram=False)
     if code == 10:  # pattern counts: the histogram costs nothing and is always there
         assert lean == full
-    else:
-        assert lean == dataclasses.replace(full, histogram=(), hist_range=None)
+        return
+    # one pass (per-block centred sums of squares merged) instead of two: same up to rounding
+    assert math.isclose(lean.mean, full.mean, rel_tol=1e-6, abs_tol=1e-7 * full.std)
+    assert math.isclose(lean.std, full.std, rel_tol=1e-6)
+    assert lean == dataclasses.replace(full, histogram=(), hist_range=None, mean=lean.mean, std=lean.std)
+    assert_matches(dataclasses.replace(lean, histogram=full.histogram, hist_range=full.hist_range), t)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_histogram_false_is_one_pass(threads):
+    t = make(1, sample(1, n=5000))
+    calls = []
+    compute_stats(t, chunk_bytes=1000, threads=threads, histogram=False, progress=lambda d, tot: calls.append((d, tot)))
+    assert calls[-1] == (t.length, t.length)
+
+
+def test_histogram_false_precision():
+    rng = np.random.default_rng(9)
+    vals = (1000.0 + rng.standard_normal(100_000) * 1e-3).astype(np.float32)
+    s = compute_stats(make(1, vals), chunk_bytes=4096, threads=2, histogram=False)
+    ref = vals.astype(np.float64)
+    assert math.isclose(s.mean, ref.mean(), rel_tol=1e-9)
+    assert math.isclose(s.std, ref.std(), rel_tol=1e-3)
 
 
 @pytest.mark.parametrize("seed", range(5))

@@ -650,6 +650,19 @@ def _weighted_histogram(v: "np.ndarray", c: "np.ndarray", lo: float, hi: float) 
 # ---------------------------------------------------------------------------- float32/64, complex, wide ints
 
 
+def _merge(a: tuple[int, float, float], n: int, s: float, m2: float) -> tuple[int, float, float]:
+    """Merge (count, mean, M2) with a part of ``n`` values, sum ``s``, squared deviations ``m2`` (Chan et al.)."""
+    na, ma, m2a = a
+    if n == 0:
+        return a
+    mb = s / n
+    if na == 0:
+        return n, mb, m2
+    tot = na + n
+    delta = mb - ma
+    return tot, ma + delta * n / tot, m2a + m2 + delta * delta * na * n / tot
+
+
 def _two_pass_stats(tensor, raw, info: DType, count, chunks, first, cancel, progress, threads, histogram=True) -> TensorStats:
     import numpy as np
 
@@ -664,15 +677,17 @@ def _two_pass_stats(tensor, raw, info: DType, count, chunks, first, cancel, prog
             return np.abs(x)
         return x
 
+    moments = not histogram  # one pass: per-block centred sums of squares, merged (Chan et al.)
+
     def pass1(c: _Chunk):
-        n = s = zeros = nan = posinf = neginf = 0
+        zeros = nan = posinf = neginf = 0
         mn = mx = None
         dirty = False
+        agg = (0, 0.0, 0.0)
         with np.errstate(all="ignore"), _OneBlasThread():
             for b in _blocks(info, c):
-                bn, bs, bmn, bmx, bz, bna, bpi, bni, bd = _pass1(b)
-                n += bn
-                s += bs
+                bn, bs, bmn, bmx, bz, bna, bpi, bni, bd, bm2 = _pass1(b)
+                agg = _merge(agg, bn, bs, bm2)
                 zeros += bz
                 nan += bna
                 posinf += bpi
@@ -681,7 +696,22 @@ def _two_pass_stats(tensor, raw, info: DType, count, chunks, first, cancel, prog
                 if bmn is not None:
                     mn = bmn if mn is None or bmn < mn else mn
                     mx = bmx if mx is None or bmx > mx else mx
-        return n, s, mn, mx, zeros, nan, posinf, neginf, dirty
+        return agg, mn, mx, zeros, nan, posinf, neginf, dirty
+
+    def centred(x: "np.ndarray", n: int, s: float) -> tuple[float, float]:
+        """(corrected sum, sum of squared deviations) of one block, around its own mean."""
+        if x.dtype == np.float32:
+            m = np.float32(s / n)
+            d = np.subtract(x, m, out=_buffer(np.float32, n), dtype=np.float32)
+            dd = float(np.dot(d, d))
+            sd = float(np.dot(d, _ones(d.dtype, n)))
+            if math.isfinite(dd):
+                return n * float(m) + sd, max(0.0, dd - sd * sd / n)
+        m = s / n
+        d = np.subtract(x, m, out=_buffer(np.float64, n, 2), dtype=np.float64)
+        dd = float(np.dot(d, d))
+        sd = float(np.dot(d, _ones(d.dtype, n)))
+        return n * m + sd, max(0.0, dd - sd * sd / n) if math.isfinite(dd) else math.inf
 
     def _pass1(c: _Chunk):
         x = values(c)
@@ -690,14 +720,22 @@ def _two_pass_stats(tensor, raw, info: DType, count, chunks, first, cancel, prog
             mn, mx = int(x.min()), int(x.max())
             s = float(x.sum(dtype=np.float64))
             zeros = int(np.count_nonzero(x == 0)) if mn <= 0 <= mx else 0
-            return n, s, mn, mx, zeros, 0, 0, 0, False
+            m2 = 0.0
+            if moments:
+                xf = _buffer(np.float64, n, 1)
+                np.copyto(xf, x, casting="unsafe")
+                s, m2 = centred(xf, n, s)
+            return n, s, mn, mx, zeros, 0, 0, 0, False, m2
         # BLAS dot with ones: several times faster than the pairwise np.sum; its float32
         # rounding does not matter, pass 2 corrects the mean (an overflow is redone below)
         s = float(np.dot(x, _ones(x.dtype, n))) if x.dtype.kind == "f" else float(np.add.reduce(x))
         if math.isfinite(s):  # a finite sum: no NaN and no infinity in this chunk
             mn, mx = float(x.min()), float(x.max())
             zeros = int(np.count_nonzero(x == 0)) if mn <= 0.0 <= mx else 0
-            return n, s, mn, mx, zeros, 0, 0, 0, False
+            m2 = 0.0
+            if moments:
+                s, m2 = centred(x, n, s)
+            return n, s, mn, mx, zeros, 0, 0, 0, False, m2
         fin = np.isfinite(x)
         nf = int(np.count_nonzero(fin))
         nan = posinf = 0
@@ -709,21 +747,23 @@ def _two_pass_stats(tensor, raw, info: DType, count, chunks, first, cancel, prog
             f = x[fin]
         neginf = n - nf - nan - posinf
         if nf == 0:
-            return 0, 0.0, None, None, 0, nan, posinf, neginf, True
+            return 0, 0.0, None, None, 0, nan, posinf, neginf, True, 0.0
         s = float(f.sum(dtype=np.float64))
         mn, mx = float(f.min()), float(f.max())
         zeros = int(np.count_nonzero(f == 0)) if mn <= 0.0 <= mx else 0
-        return nf, s, mn, mx, zeros, nan, posinf, neginf, True
+        m2 = 0.0
+        if moments:
+            s, m2 = centred(f.astype(np.float64), nf, s)
+        return nf, s, mn, mx, zeros, nan, posinf, neginf, True, m2
 
-    driver = _Driver(tensor, cancel, progress, 2 * raw.size, threads)
+    driver = _Driver(tensor, cancel, progress, (1 if moments else 2) * raw.size, threads)
     finite = zeros = nan = posinf = neginf = 0
-    sums: list[float] = []
+    agg = (0, 0.0, 0.0)
     lo = hi = None
     dirty: set[int] = set()
     for c, r in zip(chunks, driver.map(pass1, chunks)):
-        n, s, mn, mx, z, na, pi, ni, d = r
-        finite += n
-        sums.append(s)
+        (cn, cmean, cm2), mn, mx, z, na, pi, ni, d = r
+        agg = _merge(agg, cn, cmean * cn, cm2)
         zeros += z
         nan += na
         posinf += pi
@@ -733,11 +773,19 @@ def _two_pass_stats(tensor, raw, info: DType, count, chunks, first, cancel, prog
         if mn is not None:
             lo = mn if lo is None or mn < lo else lo
             hi = mx if hi is None or mx > hi else hi
+    finite = agg[0]
     if finite == 0 or lo is None or hi is None:
-        driver.advance(raw.size)
+        if not moments:
+            driver.advance(raw.size)
         return TensorStats(count, code, None, None, None, None, nan, posinf, neginf, zeros, finite, (), None, first)
     flo, fhi = float(lo), float(hi)
-    mean = min(max(math.fsum(sums) / finite, flo), fhi)  # rounding may leave [lo, hi] 
+    mean = min(max(agg[1], flo), fhi)  # rounding may leave [lo, hi]
+    if moments:
+        m2 = agg[2]
+        std = math.sqrt(m2 / finite) if math.isfinite(m2) else math.inf
+        if flo == fhi:
+            mean, std = flo, 0.0
+        return TensorStats(count, code, lo, hi, mean, std, nan, posinf, neginf, zeros, finite, (), None, first)
     if flo == fhi:  # one value: no spread, numpy's histogram convention
         driver.advance(raw.size)
         hist1 = [0] * BINS
