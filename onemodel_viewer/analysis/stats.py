@@ -21,7 +21,10 @@ between chunks, and reports progress. Three strategies, chosen by dtype:
   not ``E[x²] − E[x]²``), and the 32-bin histogram (bin index computed in the data's own
   float type, counted with a ``bincount`` over *pairs* of bin indices). Chunks go to a
   small thread pool (numpy releases the GIL in these loops); each worker asks OpenBLAS
-  for one thread of its own.
+  for one thread of its own. ``histogram=False`` makes it one pass: each block's
+  squared deviations from its own mean, merged with Chan et al.'s formula. The exact
+  histogram is most of the cost (a ``bincount`` of ~1 ns per element): about 4x a
+  ``numpy.sum`` without it, 10x with it, on the 2-core benchmark machine.
 * **Strings**: lengths and previews.
 
 Semantics (pinned by ``tests/test_stats.py``):
