@@ -195,9 +195,6 @@ def test_seeds_are_valid():
 
 
 KNOWN_BUGS = {
-    "Malformed-range-overflow-int64.onemodel": "check bug: the text report's hex excerpt does f.seek(offset) with "
-    "an offset above 2^63-1 -> ValueError 'cannot fit int into an offset-sized integer' (commands/check.py "
-    "_excerpt: skip offsets past the file size)",
     "valid-zero-count-huge-dims.onemodel": "schema bug: Tensor.values() lets numpy's reshape ValueError escape",
 }
 
