@@ -18,7 +18,6 @@ cap, and prints wall time, peak RSS and the verdict:
 from __future__ import annotations
 
 import argparse
-import os
 import resource
 import struct
 import subprocess

@@ -22,7 +22,6 @@ import argparse
 import base64
 import copy
 import json
-import os
 import struct
 import sys
 from pathlib import Path
