@@ -42,7 +42,7 @@ def _params(names):
     for name in names:
         marks = []
         if name in KNOWN_READER_BUGS:
-            marks.append(pytest.mark.xfail(strict=True, reason="reader bug: " + KNOWN_READER_BUGS[name]))
+            marks.append(pytest.mark.xfail(strict=True, reason="known bug: " + KNOWN_READER_BUGS[name]))
         out.append(pytest.param(name, marks=marks, id=name))
     return out
 
