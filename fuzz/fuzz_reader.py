@@ -73,7 +73,24 @@ def _touch_tensors(doc) -> int:
                 assert v.size == t.count
         except FormatError:
             pass
+        if t.count <= STATS_MAX_COUNT:
+            try:
+                st = _compute_stats(t)
+                assert st.count == t.count
+            except FormatError:
+                pass
     return n
+
+
+STATS_MAX_COUNT = 1 << 16
+"""Statistics (what the viewer's stats pane computes from untrusted bytes) on tensors up to this size."""
+
+
+def _compute_stats(tensor):
+    """analysis.stats.compute_stats, imported on first use (so atheris can instrument it)."""
+    from onemodel_viewer.analysis.stats import compute_stats
+
+    return compute_stats(tensor)
 
 
 def exercise(data: bytes, *, check_cli: bool = True, diff: bool = True) -> str:
@@ -211,6 +228,7 @@ def main() -> None:
 
     with atheris.instrument_imports():
         import onemodel_viewer.analysis.diff  # noqa: F401
+        import onemodel_viewer.analysis.stats  # noqa: F401
         import onemodel_viewer.commands.check  # noqa: F401
         import onemodel_viewer.format.header  # noqa: F401
         import onemodel_viewer.format.manifest  # noqa: F401
