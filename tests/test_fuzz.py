@@ -194,9 +194,7 @@ def test_seeds_are_valid():
         assert _guarded(blob) == "valid"
 
 
-KNOWN_BUGS = {
-    "valid-zero-count-huge-dims.onemodel": "schema bug: Tensor.values() lets numpy's reshape ValueError escape",
-}
+KNOWN_BUGS: dict[str, str] = {}
 
 
 def _corpus_params():
@@ -214,8 +212,6 @@ def test_harness_on_corpus(name):
     assert outcome == (expected or "valid")
 
 
-@pytest.mark.xfail(strict=True, raises=ValueError, reason="schema bug: Tensor.raw() returns 0 bytes when storage "
-                   "is None, so values() raises numpy's ValueError (reshape) instead of FormatError")
 def test_values_of_storageless_tensor(tmp_path):
     """Found by this fuzz test: diagnose mode on a file one byte longer than its header says keeps the
     tensors without storage; values() on them must raise FormatError, not ValueError."""
@@ -226,20 +222,21 @@ def test_values_of_storageless_tensor(tmp_path):
     doc = omf.open(p, mode="diagnose")
     assert doc.problems[0].where == "header.file_length"
     w = doc.model.graph.initializers[0]
-    with pytest.raises(omf.FormatError):
+    with pytest.raises(omf.FormatError) as e:
         w.values()
+    assert e.value.kind == omf.Kind.MALFORMED and e.value.where == w.where
 
 
-@pytest.mark.xfail(strict=True, raises=ValueError, reason="schema bug: Tensor.values() of a string tensor whose "
-                   "strings count does not match dims raises numpy's ValueError (reshape) in diagnose mode")
 def test_values_of_string_tensor_with_wrong_count():
+    """Regression: a string tensor whose strings count does not match dims raised numpy's ValueError."""
     from onemodel_viewer import format as omf
 
     doc = omf.open(ROOT / "testdata" / "hostile" / "InvalidModel-strings-count-empty.onemodel", mode="diagnose")
     s = doc.model.graph.initializers[3]
     assert s.is_string and len(s.strings) != s.count
-    with pytest.raises(omf.FormatError):
+    with pytest.raises(omf.FormatError) as e:
         s.values()
+    assert e.value.kind == omf.Kind.INVALID_MODEL and e.value.where == s.where + ".strings"
 
 
 def test_fuzz_findings_regressions():

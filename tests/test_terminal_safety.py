@@ -162,12 +162,7 @@ def test_undecodable_file_name(tmp_path):
     assert not _forbidden(r.stdout.decode("utf-8", "surrogateescape"))
 
 
-KNOWN_DIFF_BUGS = {
-    n: "diff bug: --diff --json writes DEL, C1 and bidi characters raw (json.dumps without ensure_ascii=True in "
-       "commands/diff.py); --check --json escapes them"
-    for n in ("valid-term-all.onemodel", "valid-term-all-escaped.onemodel", "valid-term-bidi.onemodel",
-              "valid-term-controls.onemodel")
-}
+KNOWN_DIFF_BUGS: dict[str, str] = {}
 
 
 def _diff_params():

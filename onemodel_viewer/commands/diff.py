@@ -73,7 +73,7 @@ def run_diff(a: str, b: str, as_json: bool = False, *, out: TextIO | None = None
             except Exception:  # noqa: BLE001
                 pass
     if as_json:
-        json.dump(result.as_json(a, b), out, ensure_ascii=False, allow_nan=False)
+        json.dump(result.as_json(a, b), out, ensure_ascii=True, allow_nan=False)
         out.write("\n")
     else:
         _summary(a, b, docs, result, out)

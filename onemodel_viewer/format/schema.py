@@ -137,7 +137,9 @@ class Tensor:
         if self.is_string:
             raise FormatError(Kind.UNSUPPORTED, self.where, None, "string tensors have no byte data")
         if self.storage is None or self.file_offset is None:
-            return np.zeros(0, dtype=np.uint8)
+            if self.length == 0:
+                return np.zeros(0, dtype=np.uint8)
+            raise FormatError(Kind.MALFORMED, self.where, None, "tensor bytes unavailable (the tensor's data could not be read)")
         return self.storage.view(self.file_offset, self.length)
 
     def values(self) -> "np.ndarray":
@@ -146,12 +148,28 @@ class Tensor:
 
         from .dtypes import decode
 
+        count = self.count
         if self.is_string:
-            return np.array(self.strings or (), dtype=object).reshape(self.dims)
-        info = self.info
-        if info is None:
-            raise FormatError(Kind.UNSUPPORTED, self.where + ".dtype", None, f"unknown dtype {self.dtype}")
-        return decode(self.raw(), info, self.count).reshape(self.dims)
+            strings = self.strings or ()
+            if len(strings) != count:
+                raise FormatError(
+                    Kind.INVALID_MODEL, self.where + ".strings", None, f"{len(strings)} strings for {count} elements"
+                )
+            flat = np.empty(count, dtype=object)
+            flat[:] = strings
+        else:
+            info = self.info
+            if info is None:
+                raise FormatError(Kind.UNSUPPORTED, self.where + ".dtype", None, f"unknown dtype {self.dtype}")
+            if info.byte_length(count) != self.length:
+                raise FormatError(
+                    Kind.INVALID_MODEL, self.where + ".data.length", None, f"{self.length} bytes for {count} elements"
+                )
+            flat = decode(self.raw(), info, count)
+        try:
+            return flat.reshape(self.dims)
+        except ValueError as e:  # e.g. dims [2^31, 2^31, 2^31, 0]: valid, but beyond numpy's index range
+            raise FormatError(Kind.UNSUPPORTED, self.where + ".dims", None, f"numpy cannot shape {self.dims}: {e}") from e
 
 
 @dataclass(frozen=True, slots=True, eq=False)
