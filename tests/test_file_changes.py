@@ -275,3 +275,30 @@ print(doc.storage.mapped, doc.storage.protected, doc.storage.protection_note)
         assert r.stdout.strip() == "True False the file is open for writing elsewhere"
     else:  # pragma: no cover
         assert r.stdout.startswith("True False ")
+
+
+@needs_lease
+def test_forked_child_gets_its_own_lease_thread(tmp_path):
+    """After fork() the child has no lease thread: its new files get one of their own, and the
+    parent's leases keep working (the lease-break signal must not go to the other process)."""
+    a, b = tmp_path / "a.bin", tmp_path / "b.bin"
+    for p in (a, b):
+        p.write_bytes(b"\1" * (2 << 20))
+    code = """
+import os, sys
+from onemodel_viewer.format.storage import FileStorage
+a, b = sys.argv[1], sys.argv[2]
+s = FileStorage(a); va = s.view(0, s.size)
+pid = os.fork()
+if pid == 0:
+    t = FileStorage(b); vb = t.view(0, t.size)
+    os.truncate(b, 10)
+    print("child", t.protected, t.revoked, int(vb.sum()), flush=True)
+    os._exit(0)
+_, status = os.waitpid(pid, 0)
+os.truncate(a, 10)
+print("parent", status, s.revoked, int(va.sum()), flush=True)
+"""
+    r = subprocess.run([sys.executable, "-c", code, str(a), str(b)], capture_output=True, text=True, timeout=60)
+    _assert_no_signal(r)
+    assert r.stdout.splitlines() == ["child True True 0", "parent 0 True 0"], (r.stdout, r.stderr)

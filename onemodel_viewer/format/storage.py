@@ -329,13 +329,36 @@ def _address(mm: mmap.mmap) -> int | None:
         release(ctypes.byref(view))
 
 
+def _after_fork_in_child() -> None:
+    """A forked child has no lease thread and its own copies of the mappings: start afresh.
+
+    Leases it inherited stay with the parent (the open file is shared); the child's copies of those
+    mappings are only checked, not withdrawn.
+    """
+    global _LOCK
+    _LOCK = threading.RLock()
+    _LEASES.clear()  # never withdrawn from here: the parent's thread serves them
+    for key in ("tid", "signal", "error"):
+        _THREAD.pop(key, None)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 def _lease_loop(sig: int, ready: threading.Event) -> None:
     import signal
 
+    wanted = {sig}
+    # When the real-time signal cannot be queued (RLIMIT_SIGPENDING) the kernel sends SIGIO to this
+    # thread instead, whose default action ends the process: wait for it too, unless someone in
+    # the process handles SIGIO (then it is theirs).
+    if signal.getsignal(signal.SIGIO) == signal.SIG_DFL:
+        wanted.add(signal.SIGIO)
     try:
         # Blocked here (and only here): the kernel queues the lease-break signal, which is directed
         # at this thread, until sigwaitinfo() takes it. No Python signal handler runs anywhere.
-        signal.pthread_sigmask(signal.SIG_BLOCK, {sig})
+        signal.pthread_sigmask(signal.SIG_BLOCK, wanted)
         _THREAD["tid"] = threading.get_native_id()
     except Exception as e:  # pragma: no cover - defensive
         _THREAD["error"] = f"lease thread: {e}"
@@ -345,7 +368,7 @@ def _lease_loop(sig: int, ready: threading.Event) -> None:
         return
     while True:
         try:
-            signal.sigwaitinfo({sig})
+            signal.sigwaitinfo(wanted)
             for lease in list(_LEASES.values()):
                 lease.withdraw_if_breaking()
         except Exception:  # pragma: no cover - the thread must outlive any surprise
