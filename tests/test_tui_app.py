@@ -650,6 +650,9 @@ async def test_file_changed_on_disk_shows_error_then_reload_recovers(tmp_path):
         hexv.goto(app.document.size - 100)
         await settle(pilot)
         assert hexv.error is not None and "changed" in hexv.error
+        # the storage's lease thread told the app at once: the info bar says so
+        assert app.document.storage.revoked
+        assert "changed on disk: press r to reload" in str(app.query_one("#infobar").render())
         t = app.document.model.graph.initializers[-1]
         app.reveal(t.where)
         await settle(pilot)
@@ -659,4 +662,5 @@ async def test_file_changed_on_disk_shows_error_then_reload_recovers(tmp_path):
         await settle(pilot)
         assert app.document.size == path.stat().st_size
         assert app.document.problems  # the truncated file is now reported
+        assert "changed on disk" not in str(app.query_one("#infobar").render())
         assert app.is_running

@@ -24,6 +24,7 @@ from rich.text import Text
 from textual import on, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
+from textual.message import Message
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Static, Tree
@@ -146,6 +147,13 @@ class OneModelApp(App[int]):
         Binding("question_mark", "help", "Help"),
     ]
 
+    class FileChanged(Message):
+        """The open file was truncated or rewritten on disk (posted from the storage's lease thread)."""
+
+        def __init__(self, document: Document) -> None:
+            super().__init__()
+            self.document = document
+
     def __init__(self, document: Document | None = None, path: str | None = None, *,
                  exit_after_first_screen: bool = False, resume_gc: bool = False) -> None:
         super().__init__()
@@ -236,11 +244,34 @@ class OneModelApp(App[int]):
                 except FormatError:
                     storage = None
         self._hex_storage = storage
+        self._watch_storage(doc, storage)
         hexv.set_source(storage, self.bytemap, size=storage.size if storage is not None else 0)
         self.query_one(StatsPanel).clear_cache()
         self.query_one(DetailPane).show(self.describer.model(doc.model) if doc.model is not None else
                                         [(Text(f"{len(doc.problems)} problem(s): press p", style="bold red"), None)])
         self._update_hex_title(hexv.cursor)
+
+    def _watch_storage(self, doc: Document, storage: Storage | None) -> None:
+        """Tell the user at once when the mapped file changes on disk, and when it cannot be protected."""
+        if storage is None:
+            return
+        on_revoke = getattr(storage, "on_revoke", None)
+        if on_revoke is not None:
+            # runs on the storage's lease thread: post_message is thread-safe and never blocks
+            on_revoke(lambda: self.post_message(self.FileChanged(doc)))
+        if getattr(storage, "mapped", False) and not getattr(storage, "protected", True):
+            note = getattr(storage, "protection_note", "") or "no file lease"
+            self.notify(f"this file is mapped without protection against truncation ({safe_str(note, 120)}); "
+                        "if another program shrinks it while open, the viewer may be killed",
+                        severity="warning", timeout=8, markup=False)
+
+    def on_one_model_app_file_changed(self, message: "OneModelApp.FileChanged") -> None:
+        if message.document is not self.document:
+            return
+        self.query_one("#infobar", Static).update(
+            self._info_text() + Text("  · changed on disk: press r to reload", style="bold red"))
+        self.notify("the file changed on disk; its bytes are no longer shown. Press r to reload.",
+                    severity="error", timeout=10, markup=False)
 
     def _info_text(self) -> Text:
         doc = self.document
