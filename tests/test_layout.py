@@ -199,3 +199,176 @@ def test_mapped_file_scan_reads_without_the_mapping(tmp_path):
     pad = [e for e in lay.extents if e.kind == "padding" and e.start > do]
     assert [(p.start - do, p.end - do, p.nonzero) for p in pad] == [(n + 1, n + 64, True)]
     assert [f.code for f in file_findings(doc, lay)] == ["nonzero-padding"]
+
+
+# ---------------------------------------------------------------------------------------------
+# noncanonical-manifest: the cheap proof (manifest.canonical_text/canonical_structure) must agree
+# with the exact writer comparison everywhere
+
+
+def _both_ways(path):
+    from onemodel_viewer.analysis.layout import noncanonical
+    from onemodel_viewer.format.manifest import canonical_structure, canonical_text
+    from onemodel_viewer.format.reader import open_with_manifest
+    from onemodel_viewer.format.writer import encode_manifest
+
+    doc, parsed = open_with_manifest(path, mode="diagnose")
+    try:
+        fast, exact = noncanonical(doc, parsed), noncanonical(doc)
+        assert fast == exact, path
+        proven = None
+        if parsed is not None and doc.model is not None and not doc.problems and not parsed.duplicates:
+            have = doc.storage.read(*doc.manifest_span)
+            proven = canonical_text(have) and canonical_structure(parsed.value)
+            if proven:  # soundness: a proof means the writer emits these very bytes
+                assert encode_manifest(doc.model) == have, path
+        return exact, proven
+    finally:
+        doc.close()
+
+
+def _corpus():
+    import pathlib
+
+    root = pathlib.Path(__file__).resolve().parent.parent / "testdata"
+    return sorted(str(p) for d in ("valid", "hostile") for p in (root / d).glob("*.onemodel"))
+
+
+def test_canonical_proof_agrees_with_writer_on_corpus():
+    files = _corpus()
+    assert len(files) > 50
+    proved = 0
+    for path in files:
+        exact, proven = _both_ways(path)
+        proved += bool(proven)
+        if "/valid/" in path and exact is None and "out_of_order" not in path:
+            assert proven, f"writer output not proven canonical: {path}"
+    assert proved >= 10
+
+
+def _canon(m) -> bytes:
+    return json.dumps(m, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+def _canon_model():
+    from test_reader_util import node
+
+    g = graph(
+        inputs=[{"name": "x", "type": {"kind": "tensor", "elem": 1, "shape": [1, "n", None]}}],
+        outputs=[{"name": "y"}],
+        initializers=[tensor("w", 1, [4], 0, 16), tensor("e", 1, [0], 0, 0)],
+        nodes=[
+            node("Add", ["x", "w"], ["t"], name="A1"),
+            node("Relu", ["t"], ["y"], name="ré", attributes=[{"name": "k", "type": 2, "value": 3}]),
+        ],
+    )
+    m = model(g, producer_name="p")
+    return {k: m[k] for k in ("format", "version", "ir_version", "producer_name", "opsets", "graph")}
+
+
+@pytest.mark.parametrize(
+    "variant, finding",
+    [
+        ("canonical", False),
+        ("space", True),
+        ("indent", True),
+        ("reordered-node", True),
+        ("node-doc-empty", True),
+        ("node-doc", False),
+        ("escape-u0041", True),
+        ("escape-slash", True),
+        ("escape-newline-canonical", False),
+        ("escape-u000a", True),
+        ("escape-u001F-upper", True),
+        ("escape-u001f", False),
+        ("escape-surrogate-pair", True),
+        ("minus-zero", True),
+        ("unknown-key", True),
+        ("graph-name-empty", True),
+        ("producer-empty", True),
+        ("missing-graph-array", True),
+        ("offsets", False),
+        ("attr-ref-empty", True),
+        ("type-extra-key", True),
+        ("opaque-missing-name", True),
+        ("duplicate-key", True),
+        ("name-with-space-and-minus-zero", False),
+        ("space-in-names-and-outside", True),
+        ("minus-zero-in-name-and-outside", True),
+    ],
+)
+def test_canonical_proof_variants(tmp_path, variant, finding):
+    m = _canon_model()
+    g = m["graph"]
+    data = bytes(16)
+    text = None
+    if variant == "space":
+        text = json.dumps(m, separators=(", ", ":"), ensure_ascii=False)
+    elif variant == "indent":
+        text = json.dumps(m, indent=1, ensure_ascii=False)
+    elif variant == "reordered-node":
+        g["nodes"][0] = dict(reversed(list(g["nodes"][0].items())))
+    elif variant == "node-doc-empty":
+        n = g["nodes"][0]
+        g["nodes"][0] = {**{k: n[k] for k in ("name", "op", "domain", "overload")}, "doc": "", **{k: n[k] for k in ("inputs", "outputs", "attributes")}}
+    elif variant == "node-doc":
+        n = g["nodes"][0]
+        g["nodes"][0] = {**{k: n[k] for k in ("name", "op", "domain", "overload")}, "doc": "d", **{k: n[k] for k in ("inputs", "outputs", "attributes")}}
+    elif variant == "escape-u0041":
+        text = _canon(m).decode().replace('"A1"', '"\\u00411"')
+    elif variant == "escape-slash":
+        g["nodes"][0]["name"] = "a/b"
+        text = _canon(m).decode().replace('"a/b"', '"a\\/b"')
+    elif variant in ("escape-newline-canonical", "escape-u000a"):
+        g["nodes"][0]["name"] = "a\nb"
+        text = _canon(m).decode()
+        if variant == "escape-u000a":
+            text = text.replace('"a\\nb"', '"a\\u000ab"')
+    elif variant in ("escape-u001F-upper", "escape-u001f"):
+        g["nodes"][0]["name"] = "a\x1fb"
+        text = _canon(m).decode()
+        assert '"a\\u001fb"' in text
+        if variant == "escape-u001F-upper":
+            text = text.replace('"a\\u001fb"', '"a\\u001Fb"')
+    elif variant == "escape-surrogate-pair":
+        g["nodes"][0]["name"] = "a\U0001F600"
+        text = _canon(m).decode().replace("\U0001F600", "\\ud83d\\ude00")
+    elif variant == "minus-zero":
+        text = _canon(m).decode().replace('"dims":[0]', '"dims":[-0]')
+        assert "-0]" in text
+    elif variant == "unknown-key":
+        m["x"] = 1
+    elif variant == "graph-name-empty":
+        m["graph"] = {"name": "", **g}
+    elif variant == "producer-empty":
+        m["producer_version"] = ""
+        m = {k: m[k] for k in ("format", "version", "ir_version", "producer_name", "producer_version", "opsets", "graph")}
+    elif variant == "missing-graph-array":
+        del g["value_info"]
+    elif variant == "offsets":
+        g["initializers"][0] = tensor("w", 1, [4], 128, 16)
+        data = bytes(144)
+    elif variant == "attr-ref-empty":
+        g["nodes"][1]["attributes"][0]["ref"] = ""
+    elif variant == "type-extra-key":
+        g["inputs"][0]["type"]["inner"] = {"kind": "tensor", "elem": 1}
+    elif variant == "opaque-missing-name":
+        g["inputs"][0]["type"] = {"kind": "opaque", "domain": "d"}
+    elif variant == "name-with-space-and-minus-zero":
+        g["nodes"][0]["name"] = "a :-0, b"
+    elif variant == "space-in-names-and-outside":
+        g["nodes"][0]["name"] = "a b"
+        text = _canon(m).decode().replace('"ir_version":8', '"ir_version": 8')
+    elif variant == "minus-zero-in-name-and-outside":
+        g["nodes"][0]["name"] = "a:-0,b"
+        text = _canon(m).decode().replace('"dims":[0]', '"dims":[-0]')
+    elif variant == "duplicate-key":
+        text = _canon(m).decode().replace('"producer_name":"p"', '"producer_name":"p","producer_name":"p"')
+    body = text.encode("utf-8") if text is not None else _canon(m)
+    path = write(tmp_path, pack(body, data))
+    exact, proven = _both_ways(path)
+    assert (exact is not None) == finding
+    if finding:
+        assert not proven
+    else:
+        assert proven is True

@@ -333,12 +333,14 @@ def _tensors(model) -> list:
 
 
 def file_findings(
-    doc: Document, lay: Layout | None = None, *, cancel: threading.Event | None = None, canonical: bool = True
+    doc: Document, lay: Layout | None = None, *, cancel: threading.Event | None = None, canonical: bool = True,
+    parsed=None,
 ) -> list[Finding]:
     """Findings that need the byte layout or the writer (see the module docstring).
 
-    ``canonical=False`` skips ``noncanonical-manifest``: it re-encodes the whole manifest with the
-    writer, which costs about as much as opening the file.
+    ``canonical=False`` skips ``noncanonical-manifest``: without ``parsed`` (the open's
+    :class:`~onemodel_viewer.format.manifest.Parsed`, from ``reader.open_with_manifest``) it
+    re-encodes the whole manifest with the writer, which costs about as much as opening the file.
     """
     if doc.source != "onemodel" or doc.header is None:
         return []
@@ -377,24 +379,39 @@ def file_findings(
     for code, n in counts.items():
         if n > MAX_FINDINGS_PER_CODE:
             out.append(Finding(code, "data", None, f"... and {n - MAX_FINDINGS_PER_CODE} more {code} findings"))
-    nc = noncanonical(doc) if canonical else None
+    nc = noncanonical(doc, parsed) if canonical else None
     if nc is not None:
         out.append(nc)
     return out
 
 
-def noncanonical(doc: Document) -> Finding | None:
-    """``noncanonical-manifest`` when the section 4 writer would emit other manifest bytes."""
+def noncanonical(doc: Document, parsed=None) -> Finding | None:
+    """``noncanonical-manifest`` when the section 4 writer would emit other manifest bytes.
+
+    With ``parsed`` (the parsed manifest of this very open, duplicate keys detected), a cheap
+    proof (:func:`~onemodel_viewer.format.manifest.canonical_text` and
+    :func:`~onemodel_viewer.format.manifest.canonical_structure`: ~3 ms instead of ~50 ms for an
+    LLM-sized manifest) settles the common canonical case; anything it cannot prove goes through
+    the exact comparison with ``writer.encode_manifest``, which also gives the finding's offset.
+    """
     if doc.model is None or doc.problems or doc.manifest_span is None or doc.storage is None:
         return None
+    mo, ml = doc.manifest_span
+    try:
+        have = doc.storage.read(mo, ml)
+    except (FormatError, ValueError):
+        return None
+    if parsed is not None and parsed.checked_duplicates and not parsed.duplicates:
+        from ..format.manifest import canonical_structure, canonical_text
+
+        if canonical_text(have) and canonical_structure(parsed.value):
+            return None
     try:
         from ..format.writer import encode_manifest
     except ImportError:  # pragma: no cover - the writer is another helper's module
         return None
     try:
         want = encode_manifest(doc.model)
-        mo, ml = doc.manifest_span
-        have = doc.storage.read(mo, ml)
     except (FormatError, RecursionError, ValueError, TypeError):
         return None
     if want == have:
@@ -407,7 +424,8 @@ def noncanonical(doc: Document) -> Finding | None:
 
 
 def all_findings(
-    doc: Document, lay: Layout | None = None, *, cancel: threading.Event | None = None, canonical: bool = True
+    doc: Document, lay: Layout | None = None, *, cancel: threading.Event | None = None, canonical: bool = True,
+    parsed=None,
 ) -> list[Finding]:
     """The reader's findings plus :func:`file_findings` (and ``duplicate-key`` after a strict open)."""
     out = list(doc.findings)
@@ -419,4 +437,4 @@ def all_findings(
             out.extend(duplicate_key_findings(doc.storage.read(mo, ml), mo))
         except FormatError:
             pass
-    return out + file_findings(doc, lay, cancel=cancel, canonical=canonical)
+    return out + file_findings(doc, lay, cancel=cancel, canonical=canonical, parsed=parsed)

@@ -21,6 +21,7 @@ full_check=True)``; a checker failure is ``InvalidModel`` at ``onnx.checker``.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import sys
@@ -54,11 +55,11 @@ class CheckResult:
 
 def check_file(path: str) -> CheckResult:
     """Every problem and finding of one file (never raises for file contents)."""
-    from ..format.reader import open_path
+    from ..format.reader import open_with_manifest
 
     result = CheckResult(path)
     try:
-        doc = open_path(path, mode="diagnose")
+        doc, parsed = open_with_manifest(path, mode="diagnose")
     except FormatError as e:  # the ONNX importer may raise even in diagnose mode
         result.problems.append(e.problem)
         result.source = "onnx"
@@ -77,7 +78,7 @@ def check_file(path: str) -> CheckResult:
             from ..analysis.layout import all_findings
 
             try:
-                result.findings.extend(all_findings(doc))
+                result.findings.extend(all_findings(doc, parsed=parsed))
             except FormatError as e:  # the file changed under us while scanning
                 result.findings.extend(doc.findings)
                 result.problems.append(e.problem)
@@ -104,7 +105,16 @@ def run_check(files: list[str], as_json: bool = False, strict: bool = False) -> 
     rc = 0
     console = None
     for path in files:
-        result = check_file(path)
+        # Reading a file allocates ~10^5 objects that stay alive until its report is out: the
+        # cyclic GC would only walk them (measured: ~15% of a --check of an LLM-sized file).
+        # Per file, so a long list of files does not grow without collection.
+        was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            result = check_file(path)
+        finally:
+            if was_enabled:
+                gc.enable()
         if result.problems or (strict and result.findings):
             rc = 1
         if as_json:

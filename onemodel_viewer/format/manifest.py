@@ -36,6 +36,9 @@ from __future__ import annotations
 import json
 import re
 import sys
+from itertools import accumulate as _accumulate
+from itertools import repeat as _repeat
+from operator import itemgetter as _itemgetter
 from json import decoder as _json_decoder
 from json import scanner as _json_scanner
 
@@ -58,13 +61,15 @@ def _reject_constant(name: str):
 class Parsed:
     """A parsed manifest: the top-level object and the objects that had duplicate keys."""
 
-    __slots__ = ("value", "duplicates", "text")
+    __slots__ = ("value", "duplicates", "text", "checked_duplicates")
 
-    def __init__(self, value: dict, duplicates: list, text: str) -> None:
+    def __init__(self, value: dict, duplicates: list, text: str, checked_duplicates: bool = True) -> None:
         self.value = value
         self.duplicates = duplicates
         """``[(dict, [key, ...]), ...]``: each object that repeated a key, and the repeated keys."""
         self.text = text
+        self.checked_duplicates = checked_duplicates
+        """Whether ``duplicates`` was detected (``parse(duplicates=False)`` leaves it empty, unknown)."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -217,7 +222,7 @@ def parse(data: bytes, base: int = 64, duplicates: bool = True) -> Parsed:
             where, what = bad
             span = locate(data, where)
             raise _err(Kind.MALFORMED, where, base + span[0] if span else base, f"lone surrogate in a {what}")
-    return Parsed(value, dups, text)
+    return Parsed(value, dups, text, duplicates)
 
 
 def _has_surrogate(s: str) -> bool:
@@ -538,3 +543,222 @@ def locate(data: bytes, where: str) -> tuple[int, int] | None:
     if path != where and split_path(path) != steps:
         return None
     return start, end
+
+
+# ---------------------------------------------------------------------------------------------
+# canonical form: a cheap proof that the writer would emit these very bytes
+#
+# The ``noncanonical-manifest`` finding compares the manifest with what the section 4 writer
+# emits (``writer.encode_manifest(model)``), which costs about as much as the whole open. For a
+# manifest that parsed without duplicate keys and built a model without problems, the writer
+# emits exactly ``json.dumps(value, separators=(",", ":"), ensure_ascii=False)`` of a value that
+# differs from the parsed one only in key order, unknown keys and optional keys at their default
+# (every scalar in a known field was validated by the reader and is written back unchanged;
+# base64 is canonical or a problem; a float anywhere in a known field is a problem). So
+# ``data == writer output`` when (1) ``data`` is the compact dump of its own parse
+# (:func:`canonical_text`) and (2) every object has the writer's keys in the writer's order
+# (:func:`canonical_structure`). Both are proofs only: False means "maybe not", and the caller
+# then runs the exact writer comparison (tests compare both ways on every corpus file).
+
+_CANON_ESCAPES = frozenset(
+    [b'\\"', b"\\\\", b"\\b", b"\\f", b"\\n", b"\\r", b"\\t"]
+    + [b"\\u%04x" % c for c in range(32) if c not in (8, 9, 10, 12, 13)]
+)
+_ESCAPES = re.compile(rb"\\(?:u[0-9a-fA-F]{4}|.)", re.S)
+_NEG_ZERO = re.compile(rb"[:,\[]-0[,\]}]")
+
+
+def canonical_text(data: bytes) -> bool:
+    """True only if ``data`` (JSON that parses, no duplicate keys) is the compact
+    ``json.dumps(..., separators=(",", ":"), ensure_ascii=False)`` of its own parse.
+
+    No whitespace outside strings (raw tab/newline/CR cannot be inside one), every escape the
+    one ``json.dumps`` writes (``\\"``, ``\\\\``, ``\\n``-style, lowercase ``\\u00xx`` for other
+    controls), no ``-0``. Escapes pair up left to right (every backslash in valid JSON starts an
+    escape or ends ``\\\\``), so one regex scan finds them all. Spaces and ``-0`` are proven
+    inside strings by quote parity; with an escaped quote anywhere they are not proven (``False``:
+    the caller then compares exactly).
+    """
+    if b"\n" in data or b"\r" in data or b"\t" in data:
+        return False
+    if b"\\" in data and not _CANON_ESCAPES.issuperset(_ESCAPES.findall(data)):
+        return False
+    if b" " in data or (b"-0" in data and _NEG_ZERO.search(data) is not None):
+        # Inside a string or not? Count quotes before each: an odd count is inside, exactly,
+        # when no quote is escaped (then every '"' opens or closes a string). C-speed counts.
+        if b'\\"' in data:
+            return False
+        if b" " in data:
+            segs = data.split(b" ")
+            counts = list(map(bytes.count, segs, _repeat(b'"', len(segs) - 1)))
+            if set(map((1).__and__, _accumulate(counts))) != {1}:
+                return False
+        if b"-0" in data:
+            prev = quotes = 0
+            for m in _NEG_ZERO.finditer(data):
+                quotes += data.count(b'"', prev, m.start())
+                prev = m.start()
+                if not quotes & 1:
+                    return False
+    return True
+
+
+_K_NODE = ("name", "op", "domain", "overload", "inputs", "outputs", "attributes")
+_K_NODE_DOC = ("name", "op", "domain", "overload", "doc", "inputs", "outputs", "attributes")
+_K_ATTRS = {
+    ("name", "type", "value"): (),
+    ("name", "type", "doc", "value"): ("doc",),
+    ("name", "type", "ref"): ("ref",),
+    ("name", "type", "doc", "ref"): ("doc", "ref"),
+}
+_K_TENSORS = {
+    ("name", "dtype", "dims", "data"): False,
+    ("name", "dtype", "dims", "strings"): False,
+    ("name", "dtype", "dims", "doc", "data"): True,
+    ("name", "dtype", "dims", "doc", "strings"): True,
+}
+_K_DATA = ("offset", "length")
+_K_VI = {("name",), ("name", "type")}
+_K_TYPES = frozenset(
+    [(k, ("kind", "elem")) for k in ("tensor", "sparse_tensor")]
+    + [(k, ("kind", "elem", "shape")) for k in ("tensor", "sparse_tensor")]
+    + [(k, ("kind", "inner")) for k in ("sequence", "optional")]
+    + [("map", ("kind", "key", "inner")), ("opaque", ("kind", "domain", "name"))]
+)
+_K_GRAPH = ("inputs", "outputs", "value_info", "initializers", "sparse_initializers", "nodes")
+_K_SPARSE = ("values", "indices", "dims")
+_K_FUNCTION = ("inputs", "outputs", "attribute_names", "attribute_defaults", "nodes", "opsets")
+_K_OPSET = ("domain", "version")
+_K_META = ("key", "value")
+_get_kind = _itemgetter("kind")
+_get_attributes = _itemgetter("attributes")
+
+
+class _NotCanonical(Exception):
+    pass
+
+
+def _need(ok) -> None:
+    if not ok:
+        raise _NotCanonical
+
+
+def canonical_structure(value: dict) -> bool:
+    """True only if every object of ``value`` (a manifest whose model read without problems) has
+    exactly the keys the writer emits for its record, in the writer's order (optional keys
+    present only when not at their default). Bulk checks at C speed: distinct key tuples."""
+    try:
+        _CanonWalk().model(value)
+    except (_NotCanonical, KeyError, TypeError, AttributeError):
+        return False
+    return True
+
+
+class _CanonWalk:
+    def __init__(self) -> None:
+        self.graphs: list = []
+        self.types: list = []
+        self.tensors: list = []
+
+    def model(self, o: dict) -> None:
+        want = ["format", "version", "ir_version"]
+        want += [k for k in ("producer_name", "producer_version", "domain", "doc", "model_version") if o.get(k)]
+        want.append("opsets")
+        if o.get("metadata"):
+            want.append("metadata")
+        want.append("graph")
+        if o.get("functions"):
+            want.append("functions")
+        _need(list(o) == want)
+        self.opsets(o["opsets"])
+        for m in o.get("metadata", ()):
+            _need(tuple(m) == _K_META)
+        self.graphs.append(o["graph"])
+        for f in o.get("functions", ()):
+            want = ["name", "domain", "overload"]
+            if f.get("doc"):
+                want.append("doc")
+            want += _K_FUNCTION
+            _need(list(f) == want)
+            self.attributes(f["attribute_defaults"])
+            self.nodes(f["nodes"])
+            self.opsets(f["opsets"])
+        while self.graphs or self.types or self.tensors:
+            while self.graphs:
+                self.graph(self.graphs.pop())
+            if self.tensors:
+                tensors, self.tensors = self.tensors, []
+                self.tensor_list(tensors)
+            if self.types:
+                types, self.types = self.types, []
+                self.type_list(types)
+
+    def opsets(self, ops: list) -> None:
+        _need(set(map(tuple, ops)) <= {_K_OPSET})
+
+    def graph(self, g: dict) -> None:
+        want = [k for k in ("name", "doc") if g.get(k)]
+        want += _K_GRAPH
+        _need(list(g) == want)
+        vis = g["inputs"] + g["outputs"] + g["value_info"]
+        _need(set(map(tuple, vis)) <= _K_VI)
+        self.types.extend([v["type"] for v in vis if len(v) == 2])
+        self.tensors.extend(g["initializers"])
+        self.sparse_list(g["sparse_initializers"])
+        self.nodes(g["nodes"])
+
+    def sparse_list(self, sparse: list) -> None:
+        if sparse:
+            _need(set(map(tuple, sparse)) == {_K_SPARSE})
+            for s in sparse:
+                self.tensors.append(s["values"])
+                self.tensors.append(s["indices"])
+
+    def nodes(self, nodes: list) -> None:
+        keys = set(map(tuple, nodes))
+        if keys - {_K_NODE}:
+            _need(keys <= {_K_NODE, _K_NODE_DOC})
+            _need(all(n["doc"] for n in nodes if len(n) == 8))
+        attrs = [a for n in map(_get_attributes, nodes) if n for a in n]
+        if attrs:
+            self.attributes(attrs)
+
+    def attributes(self, attrs: list) -> None:
+        for keys in set(map(tuple, attrs)):
+            nondefault = _K_ATTRS[keys]  # KeyError: not a writer's key tuple
+            for k in nondefault:
+                _need(all(a[k] for a in attrs if tuple(a) == keys))
+        for a in attrs:
+            t = a["type"]
+            if t in (1, 2, 3, 6, 7, 8) or "value" not in a:
+                continue
+            v = a["value"]
+            if t == 4:
+                self.tensors.append(v)
+            elif t == 5:
+                self.graphs.append(v)
+            elif t == 9:
+                self.tensors.extend(v)
+            elif t == 10:
+                self.graphs.extend(v)
+            elif t == 11:
+                self.sparse_list([v])
+            elif t == 12:
+                self.sparse_list(v)
+            elif t == 13:
+                self.types.append(v)
+            elif t == 14:
+                self.types.extend(v)
+            else:  # pragma: no cover - the reader reports other codes
+                raise _NotCanonical
+
+    def tensor_list(self, tensors: list) -> None:
+        for keys in set(map(tuple, tensors)):
+            if _K_TENSORS[keys]:  # KeyError: not a writer's key tuple
+                _need(all(t["doc"] for t in tensors if len(t) == 5))
+        datas = [t["data"] for t in tensors if "data" in t]
+        _need(set(map(tuple, datas)) <= {_K_DATA})
+
+    def type_list(self, types: list) -> None:
+        _need(set(zip(map(_get_kind, types), map(tuple, types))) <= _K_TYPES)
+        self.types.extend([t["inner"] for t in types if "inner" in t])

@@ -1204,6 +1204,21 @@ def _regular_file(path: str) -> None:
 
 def open_path(path, mode: str = "strict") -> Document:
     """Open a OneModel (or, by its first bytes, ONNX) file. See the module docstring."""
+    return _open(path, mode, None)
+
+
+def open_with_manifest(path, mode: str = "diagnose") -> tuple[Document, _manifest.Parsed | None]:
+    """:func:`open_path`, plus the parsed manifest JSON when the OneModel reader parsed one.
+
+    ``--check`` uses the parsed value to prove the manifest canonical cheaply
+    (:func:`onemodel_viewer.analysis.layout.noncanonical`); plain opens drop it.
+    """
+    keep: list = []
+    doc = _open(path, mode, keep)
+    return doc, (keep[0] if keep else None)
+
+
+def _open(path, mode: str, keep: list | None) -> Document:
     if mode not in ("strict", "diagnose"):
         raise ValueError(f"mode must be 'strict' or 'diagnose', not {mode!r}")
     path = os.fspath(path)
@@ -1224,7 +1239,7 @@ def open_path(path, mode: str = "strict") -> Document:
 
             return import_onnx(path, mode=mode)
         doc = Document(path, "onemodel", storage.size, storage=storage, mode=mode)
-        _read(doc, first, report)
+        _read(doc, first, report, keep)
     except FormatError:
         storage.close()
         raise
@@ -1233,7 +1248,7 @@ def open_path(path, mode: str = "strict") -> Document:
     return doc
 
 
-def _read(doc: Document, first: bytes, report: Reporter) -> None:
+def _read(doc: Document, first: bytes, report: Reporter, keep: list | None = None) -> None:
     storage = doc.storage
     size = storage.size
     verdict = _header.check(first, size, report)
@@ -1281,6 +1296,8 @@ def _read(doc: Document, first: bytes, report: Reporter) -> None:
         _Resolver(report, model).run()
         for w in builder.missing_arrays:
             report.finding("missing-graph-array", w, _LOCATE, f"{w.rsplit('.', 1)[1]} is absent (read as empty)")
+        if keep is not None:
+            keep.append(parsed)
     finally:
         sys.setrecursionlimit(old_limit)
         if was_enabled:
