@@ -53,8 +53,11 @@ def _status_kib(pid: int, field: str) -> int:
 def run_proc(cmd: list[str], *, env: dict | None = None, tty: bool = False, timeout: float = 900) -> Proc:
     """Run ``cmd`` to completion: wall time, exit code, peak RSS (rusage) and sampled peak anon RSS."""
     full_env = dict(os.environ)
-    if env:
-        full_env.update(env)
+    for key, value in (env or {}).items():  # None removes a variable
+        if value is None:
+            full_env.pop(key, None)
+        else:
+            full_env[key] = value
     out_f = tempfile.TemporaryFile()
     err_f = tempfile.TemporaryFile()
     master = slave = None

@@ -20,6 +20,7 @@ import shutil
 import statistics
 import struct
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from typing import Callable
@@ -30,8 +31,22 @@ from .proc import Launcher, Proc
 _launcher: Launcher | None = None
 
 
+# Byte-code caching, the same for both sides of every process comparison. The environment these
+# benchmarks run in may set PYTHONDONTWRITEBYTECODE=1: then no .pyc is ever written and every
+# process recompiles every module it imports from source, which a real install (pip writes and
+# uses .pyc) never does. That penalises the project side (dozens of modules) far more than a bare
+# `python -c` baseline. So every child gets bytecode writing back, into a private cache
+# (PYTHONPYCACHEPREFIX: nothing is written next to the sources); the warm-up run fills it.
+# A value of None removes the variable (see proc.run_proc).
+PYC_ENV: dict = {
+    "PYTHONDONTWRITEBYTECODE": None,
+    "PYTHONPYCACHEPREFIX": os.path.join(tempfile.gettempdir(), "omv-bench-pyc"),
+}
+
+
 def run_proc(cmd: list[str], **kw) -> Proc:
-    """Run through the launcher (started in :func:`main`), else directly."""
+    """Run through the launcher (started in :func:`main`), else directly; with :data:`PYC_ENV`."""
+    kw["env"] = {**PYC_ENV, **(kw.get("env") or {})}
     if _launcher is not None:
         return _launcher.run(cmd, **kw)
     from .proc import run_proc as direct
@@ -79,7 +94,12 @@ def median_call(fn: Callable[[], object], repeat: int, warmup: int = 1, clock: C
 
 
 def ov_cmd() -> list[str]:
-    exe = shutil.which("onemodel-view")
+    # The console script installed next to this interpreter, like the baselines' sys.executable:
+    # a PATH lookup may find a version-manager shim (pyenv's is a bash script that runs
+    # `pyenv exec`: ~20 ms more per process, charged to the project side only).
+    exe = os.path.join(os.path.dirname(sys.executable), "onemodel-view")
+    if not os.access(exe, os.X_OK):
+        exe = shutil.which("onemodel-view")
     return [exe] if exe else [sys.executable, "-m", "onemodel_viewer"]
 
 
