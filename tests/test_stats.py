@@ -452,3 +452,61 @@ def test_weighted_histogram_matches_numpy_on_edges(seed):
     ref, ref_edges = np.histogram(v, bins=32, range=(lo, hi), weights=c)
     got, rng_ = _weighted_histogram(v, c, lo, hi)
     assert got == tuple(int(x) for x in ref) and rng_ == (ref_edges[0], ref_edges[-1])
+
+
+@pytest.mark.parametrize("code", [10, 16, 5, 4, 17, 2, 3])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_pattern_counts_every_bit_pattern(code, threads):
+    """Every bit pattern of the type, some many times: the sorted-pattern table gives numpy's exact answers."""
+    info = DTYPES[code]
+    rng = np.random.default_rng(code)
+    pats = np.arange(1 << info.bits, dtype=np.uint16 if info.bits == 16 else np.uint8)
+    pats = np.concatenate([pats, rng.choice(pats, 40_000)])
+    data = rng.permutation(pats).tobytes()
+    t = Tensor("t", code, (pats.size,), storage=BytesStorage(data), file_offset=0, length=len(data))
+    assert_matches(compute_stats(t, chunk_bytes=20_000, threads=threads), t)
+
+
+@pytest.mark.parametrize("code", [3, 5, 10])
+def test_pattern_histogram_values_on_edges(code):
+    """Integers 0..64 (and float16 of them) lie exactly on the 32 bin edges of [0, 64]: numpy's bins."""
+    vals = np.repeat(np.arange(65), 300).astype(DTYPES[code].numpy)
+    t = make(code, vals)
+    s = compute_stats(t, chunk_bytes=4096, threads=1)
+    assert_matches(s, t)
+    assert s.histogram == tuple([600] * 31 + [900])
+
+
+@pytest.mark.parametrize("code", [1, 11, 7])
+def test_on_summary_comes_before_the_histogram(code):
+    t = make(code, sample(code, n=5000))
+    seen = []
+    progress = []
+    full = compute_stats(t, chunk_bytes=1000, threads=2, on_summary=lambda s: seen.append((s, len(progress))),
+                         progress=lambda d, tot: progress.append(d))
+    assert len(seen) == 1
+    summary, at = seen[0]
+    assert at == len(progress) // 2  # after pass 1, before pass 2
+    assert summary.histogram == () and summary.hist_range is None
+    assert summary == dataclasses.replace(full, histogram=(), hist_range=None)
+    assert_matches(full, t)
+
+
+def test_on_summary_not_called_without_a_second_pass():
+    called = []
+    compute_stats(make(1, sample(1, n=5000)), histogram=False, on_summary=called.append)
+    compute_stats(make(10, sample(10, n=50000)), on_summary=called.append)
+    compute_stats(make(1, np.full(3000, 2.5, dtype=np.float32)), chunk_bytes=1000, on_summary=called.append)
+    assert called == []
+
+
+def test_float32_offset_blocks_keep_precision():
+    """Blocks of a large offset (centred) next to blocks around zero (the Σx² shortcut): float64-grade results."""
+    rng = np.random.default_rng(11)
+    a = (rng.standard_normal(50_000) * 0.02).astype(np.float32)
+    b = (300.0 + rng.standard_normal(50_000) * 1e-3).astype(np.float32)
+    vals = np.concatenate([a, b, a[::-1]])
+    s = compute_stats(make(1, vals), chunk_bytes=1 << 16, threads=2)
+    ref = vals.astype(np.float64)
+    assert math.isclose(s.mean, ref.mean(), rel_tol=1e-9)
+    assert math.isclose(s.std, ref.std(), rel_tol=1e-6)
