@@ -648,10 +648,11 @@ def _from_counts(info: DType, count: int, counts: "np.ndarray", first) -> Tensor
     neginf = int(counts[t.neginf].sum())
     zeros = int(counts[t.zero].sum())
     c = counts[t.order]
-    nz = np.flatnonzero(c)
-    if nz.size == 0:
+    occurs = c != 0
+    i0 = int(occurs.argmax())  # first True (argmax stops there)
+    if not occurs[i0]:
         return TensorStats(count, info.code, None, None, None, None, nan, posinf, neginf, zeros, 0, (), None, first)
-    i0, i1 = int(nz[0]), int(nz[-1]) + 1
+    i1 = c.size - int(occurs[::-1].argmax())
     c = c[i0:i1]
     v = t.values[i0:i1]
     cum = np.cumsum(c)
