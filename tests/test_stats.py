@@ -510,3 +510,12 @@ def test_float32_offset_blocks_keep_precision():
     ref = vals.astype(np.float64)
     assert math.isclose(s.mean, ref.mean(), rel_tol=1e-9)
     assert math.isclose(s.std, ref.std(), rel_tol=1e-6)
+
+
+@pytest.mark.parametrize("code,vals", [(11, [5e-324, 1e-323, 0.0]), (1, [1e-45, 3e-45, 0.0])])
+def test_subnormal_range_histogram(code, vals):
+    """A range so small that 32 / (max - min) overflows: still equal bins (numpy refuses this one)."""
+    t = make(code, np.array(vals * 70, dtype=DTYPES[code].numpy))
+    s = compute_stats(t, chunk_bytes=64, threads=2)
+    assert [(i, c) for i, c in enumerate(s.histogram) if c] == [(0, 70), (16, 70), (31, 70)]
+    assert s.hist_range == (0.0, max(s.max, 0.0))

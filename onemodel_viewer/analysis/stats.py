@@ -893,8 +893,11 @@ def _two_pass_stats(tensor, raw, info: DType, count, chunks, first, cancel, prog
     work_f32 = npdt == np.float32 or (is_complex and code == 14)
     wide = not math.isfinite(fhi - flo)  # float64 range overflows: halve everything
     norm = BINS / (fhi - flo) if not wide else BINS / (fhi * 0.5 - flo * 0.5)
-    if work_f32 and (fhi - flo > 1e38 or not math.isfinite(float(f32(norm))) or float(f32(norm)) == 0.0):
-        work_f32 = False  # float32 arithmetic would overflow on this range: compute in float64
+    if work_f32:
+        with np.errstate(all="ignore"):
+            norm32 = float(f32(norm))
+        if fhi - flo > 1e38 or not math.isfinite(norm32) or norm32 == 0.0:
+            work_f32 = False  # float32 arithmetic would overflow on this range: compute in float64
 
     def pass2(c: _Chunk):
         counts = np.zeros(BINS, dtype=np.int64)
@@ -925,7 +928,11 @@ def _two_pass_stats(tensor, raw, info: DType, count, chunks, first, cancel, prog
                 np.subtract(t, flo * 0.5, out=t)
             else:
                 np.subtract(xf, flo, out=t)
-            np.multiply(t, norm, out=t)
+            if math.isfinite(norm):
+                np.multiply(t, norm, out=t)
+            else:  # a subnormal range: 32 / range overflows, the ratio does not
+                np.divide(t, fhi - flo, out=t)
+                np.multiply(t, BINS, out=t)
         idx = _buffer(np.uint8, n)
         np.copyto(idx, t, casting="unsafe")  # t is in [0, 32] (up to rounding): no clamp needed
         return _count_small(idx)
