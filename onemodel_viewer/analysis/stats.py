@@ -297,6 +297,9 @@ _pools_lock = threading.Lock()
 MIN_PARALLEL_CHUNKS = 2
 MIN_UNIT_BYTES = 512 << 10
 """Smallest work unit handed to a worker thread."""
+PATTERN_UNIT_BYTES = 2 << 20
+"""Same for pattern counts: each unit returns a 65,536-entry table (512 KiB) to zero and add, and on
+the loaded 2-core machine a second thread did not pay for itself below this (1–4 MiB float16 tensors)."""
 
 
 def _pool(threads: int) -> ThreadPoolExecutor:
@@ -479,7 +482,8 @@ def compute_stats(
     unit = chunk_bytes
     if threads > 1 and raw.size < 4 * threads * chunk_bytes:
         # a tensor of a few chunks: finer work units so every thread gets some
-        unit = min(chunk_bytes, max(MIN_UNIT_BYTES, -(-raw.size // (4 * threads))))
+        least = PATTERN_UNIT_BYTES if info.bits <= 16 else MIN_UNIT_BYTES
+        unit = min(chunk_bytes, max(least, -(-raw.size // (4 * threads))))
     chunks = _chunks(info, count, raw.size, unit)
     if info.bits <= 16 and count <= SMALL and raw.size <= chunk_bytes:
         stats = _small_stats(raw, info, count, first)
