@@ -309,3 +309,15 @@ def test_locator_text_and_byte_walks_agree_on_non_ascii():
     loc = M.Locator(data)
     for where in ("manifest.a[1].k[2]", "manifest.a[0]", "manifest.a[1]", "manifest.z", "manifest"):
         assert loc.nearest(where) == M._nearest_bytes(data, M.split_path(where))
+
+
+def test_has_minus_zero_prefilter():
+    from onemodel_viewer.format.manifest import _has_minus_zero
+
+    assert not _has_minus_zero(b'{"a":[1,2]}')
+    assert not _has_minus_zero(b'{"a-1":-5}')
+    assert _has_minus_zero(b'{"a":-0}')
+    assert _has_minus_zero(b"-0")
+    assert not _has_minus_zero(b"abc-")
+    many = b"-1" * 5000
+    assert not _has_minus_zero(many) and _has_minus_zero(many + b"-0") and _has_minus_zero(b"-0" + many)

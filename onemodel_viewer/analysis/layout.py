@@ -33,6 +33,7 @@ from __future__ import annotations
 import bisect
 import os
 import threading
+from itertools import chain as _chain
 from dataclasses import dataclass, field
 
 from ..format.document import HEADER_SIZE, Document
@@ -206,13 +207,15 @@ def _data_extents(doc, do: int, de: int, ext: list, empties: list, sc: _Scanner)
     spans = []
     if doc.model is not None:
         seen: set[int] = set()
+        storage = doc.storage
         for t in _tensors(doc.model):
-            if t.file_offset is None or t.storage is None or t.storage is not doc.storage or t.is_string:
+            fo = t.file_offset
+            if fo is None or t.storage is not storage or storage is None or t.dtype == 8:  # 8: string
                 continue
             if id(t) in seen:
                 continue
             seen.add(id(t))
-            s, e = t.file_offset, t.file_offset + t.length
+            s, e = fo, fo + t.length
             if s < do or e > de:  # the reader refuses these; stay safe anyway
                 continue
             if s == e:
@@ -306,9 +309,7 @@ def _tensors(model) -> list:
         for sp in g.sparse_initializers:
             out.append(sp.values)
             out.append(sp.indices)
-        for n in g.nodes:
-            if n.attributes:
-                attrs(n.attributes)
+        attrs(_chain.from_iterable([n.attributes for n in g.nodes if n.attributes]))
 
     def attrs(attributes) -> None:
         for a in attributes:
@@ -321,9 +322,7 @@ def _tensors(model) -> list:
 
     graph(model.graph)
     for f in model.functions:
-        for n in f.nodes:
-            if n.attributes:
-                attrs(n.attributes)
+        attrs(_chain.from_iterable([n.attributes for n in f.nodes if n.attributes]))
         attrs(f.attribute_defaults)
     return out
 

@@ -566,6 +566,21 @@ _CANON_ESCAPES = frozenset(
 )
 _ESCAPES = re.compile(rb"\\(?:u[0-9a-fA-F]{4}|.)", re.S)
 _NEG_ZERO = re.compile(rb"[:,\[]-0[,\]}]")
+_MINUS_ZERO = re.compile(rb"-0")
+
+
+def _has_minus_zero(data: bytes) -> bool:
+    """``b"-0" in data``, faster: ``bytes.__contains__`` with this two-byte needle is slow on JSON
+    full of digits (~2 ms for 2 MB), a regex ~0.7 ms; '-' is rare, and ``find`` of one byte is a
+    memchr. Past a few thousand '-' the regex takes over."""
+    i = data.find(b"-")
+    for _ in range(4096):
+        if i < 0:
+            return False
+        if data[i + 1 : i + 2] == b"0":
+            return True
+        i = data.find(b"-", i + 1)
+    return _MINUS_ZERO.search(data, i) is not None
 
 
 def canonical_text(data: bytes) -> bool:
@@ -583,7 +598,7 @@ def canonical_text(data: bytes) -> bool:
         return False
     if b"\\" in data and not _CANON_ESCAPES.issuperset(_ESCAPES.findall(data)):
         return False
-    if b" " in data or (b"-0" in data and _NEG_ZERO.search(data) is not None):
+    if b" " in data or (_has_minus_zero(data) and _NEG_ZERO.search(data) is not None):
         # Inside a string or not? Count quotes before each: an odd count is inside, exactly,
         # when no quote is escaped (then every '"' opens or closes a string). C-speed counts.
         if b'\\"' in data:
@@ -593,7 +608,7 @@ def canonical_text(data: bytes) -> bool:
             counts = list(map(bytes.count, segs, _repeat(b'"', len(segs) - 1)))
             if set(map((1).__and__, _accumulate(counts))) != {1}:
                 return False
-        if b"-0" in data:
+        if _has_minus_zero(data):
             prev = quotes = 0
             for m in _NEG_ZERO.finditer(data):
                 quotes += data.count(b'"', prev, m.start())
