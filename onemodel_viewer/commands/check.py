@@ -25,7 +25,6 @@ import gc
 import json
 import os
 import sys
-from dataclasses import dataclass, field
 
 from ..format.errors import Finding, FormatError, Kind, Problem
 
@@ -33,12 +32,26 @@ EXCERPT = 64
 """Bytes of hex excerpt shown around a problem's offset."""
 
 
-@dataclass
 class CheckResult:
-    file: str
-    problems: list[Problem] = field(default_factory=list)
-    findings: list[Finding] = field(default_factory=list)
-    source: str = "onemodel"
+    """One file's result (a plain class: a dataclass costs ~0.4 ms of import on the --check path)."""
+
+    __slots__ = ("file", "problems", "findings", "source")
+
+    def __init__(self, file: str, problems: list[Problem] | None = None, findings: list[Finding] | None = None,
+                 source: str = "onemodel") -> None:
+        self.file = file
+        self.problems: list[Problem] = [] if problems is None else problems
+        self.findings: list[Finding] = [] if findings is None else findings
+        self.source = source
+
+    def __repr__(self) -> str:
+        return (f"CheckResult(file={self.file!r}, problems={self.problems!r}, findings={self.findings!r}, "
+                f"source={self.source!r})")
+
+    def __eq__(self, other) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.file, self.problems, self.findings, self.source) == (other.file, other.problems, other.findings, other.source)
 
     @property
     def valid(self) -> bool:

@@ -50,6 +50,22 @@ MAX_DEPTH = 1024
 _BOM = b"\xef\xbb\xbf"
 
 
+class _LazyRe:
+    """A regex compiled on first use: most of this module's patterns serve failure paths and
+    look-ups, and compiling them all costs ~1 ms of every process's start (``--check``)."""
+
+    __slots__ = ("_args", "match", "search", "finditer", "findall", "sub")
+
+    def __init__(self, pattern, flags: int = 0) -> None:
+        self._args = (pattern, flags)
+
+    def __getattr__(self, name: str):
+        rx = re.compile(*self._args)
+        for attr in ("match", "search", "finditer", "findall", "sub"):
+            setattr(self, attr, getattr(rx, attr))
+        return getattr(rx, name)
+
+
 class _Constant(Exception):
     pass
 
@@ -113,7 +129,7 @@ def _max_depth(text: str) -> tuple[int, int]:
     return best, where
 
 
-_DEPTH_TOKENS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]', re.S)
+_DEPTH_TOKENS = _LazyRe(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]', re.S)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -129,7 +145,7 @@ def _err(kind: Kind, where: str, offset: int | None, message: str) -> FormatErro
 
 
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
-_CONSTANT_TOKENS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|(-?Infinity|NaN)', re.S)
+_CONSTANT_TOKENS = _LazyRe(r'"[^"\\]*(?:\\.[^"\\]*)*"|(-?Infinity|NaN)', re.S)
 
 
 def parse(data: bytes, base: int = 64, duplicates: bool = True) -> Parsed:
@@ -257,7 +273,7 @@ def _find_surrogate(value, where: str):
 # ---------------------------------------------------------------------------------------------
 # paths
 
-_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_IDENT = _LazyRe(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
 def join(where: str, key: str) -> str:
@@ -267,7 +283,7 @@ def join(where: str, key: str) -> str:
     return f"{where}[{json.dumps(key, ensure_ascii=True)}]"
 
 
-_STEP = re.compile(r'\.([A-Za-z_][A-Za-z0-9_]*)|\[(\d+)\]|\[("[^"\\]*(?:\\.[^"\\]*)*")\]')
+_STEP = _LazyRe(r'\.([A-Za-z_][A-Za-z0-9_]*)|\[(\d+)\]|\[("[^"\\]*(?:\\.[^"\\]*)*")\]')
 
 
 def split_path(where: str) -> list[str | int] | None:
@@ -296,10 +312,10 @@ def split_path(where: str) -> list[str | int] | None:
 # ---------------------------------------------------------------------------------------------
 # locate
 
-_WS = re.compile(rb"[ \t\n\r]*")
-_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
-_SCALAR = re.compile(rb"[^ \t\n\r,\]}\[{:\"]+")
-_NEST = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]', re.S)
+_WS = _LazyRe(rb"[ \t\n\r]*")
+_STRING = _LazyRe(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
+_SCALAR = _LazyRe(rb"[^ \t\n\r,\]}\[{:\"]+")
+_NEST = _LazyRe(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]', re.S)
 
 
 def _skip_value(data: bytes, pos: int) -> int:
@@ -564,9 +580,9 @@ _CANON_ESCAPES = frozenset(
     [b'\\"', b"\\\\", b"\\b", b"\\f", b"\\n", b"\\r", b"\\t"]
     + [b"\\u%04x" % c for c in range(32) if c not in (8, 9, 10, 12, 13)]
 )
-_ESCAPES = re.compile(rb"\\(?:u[0-9a-fA-F]{4}|.)", re.S)
-_NEG_ZERO = re.compile(rb"[:,\[]-0[,\]}]")
-_MINUS_ZERO = re.compile(rb"-0")
+_ESCAPES = _LazyRe(rb"\\(?:u[0-9a-fA-F]{4}|.)", re.S)
+_NEG_ZERO = _LazyRe(rb"[:,\[]-0[,\]}]")
+_MINUS_ZERO = _LazyRe(rb"-0")
 
 
 def _has_minus_zero(data: bytes) -> bool:

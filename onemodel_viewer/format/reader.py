@@ -51,11 +51,8 @@ Findings reported at open time (cheap): ``wide-data-offset``, ``missing-graph-ar
 
 from __future__ import annotations
 
-import base64
-import binascii
 import dataclasses
 import gc
-import heapq
 import itertools
 import operator
 import os
@@ -217,6 +214,9 @@ def _b64decode(s: str) -> bytes | None:
     """Strict RFC 4648 base64 (standard alphabet, padded, canonical) or None."""
     if len(s) % 4:
         return None
+    import base64  # lazily: the --check path of a file without STRING data never needs it
+    import binascii
+
     try:
         raw = base64.b64decode(s, validate=True)
     except (binascii.Error, ValueError):
@@ -1101,6 +1101,7 @@ class _Resolver:
 
     def topo(self, g: Graph, deps: list) -> tuple[tuple[int, ...], bool]:
         """Kahn's algorithm with a min-heap: the stable dependency order; a cycle is reported."""
+        import heapq  # lazily: only for graphs stored out of dependency order
         n = len(deps)
         indeg = [0] * n
         consumers: list[list[int]] = [[] for _ in range(n)]
