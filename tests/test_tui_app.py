@@ -321,7 +321,7 @@ async def test_stats_cancel(monkeypatch):
 
     started = threading.Event()
 
-    def slow(tensor, *, cancel=None, progress=None, chunk_bytes=8 << 20):
+    def slow(tensor, *, cancel=None, progress=None, chunk_bytes=8 << 20, **_):
         started.set()
         assert cancel is not None
         if not cancel.wait(10):
@@ -611,7 +611,7 @@ async def test_stats_progress_bar_for_big_tensors(monkeypatch):
     release = threading.Event()
     real = stats_mod.compute_stats
 
-    def slow(tensor, *, cancel=None, progress=None, chunk_bytes=8 << 20):
+    def slow(tensor, *, cancel=None, progress=None, chunk_bytes=8 << 20, **_):
         progress(tensor.length // 2, tensor.length)
         halfway.set()
         release.wait(10)
@@ -664,3 +664,37 @@ async def test_file_changed_on_disk_shows_error_then_reload_recovers(tmp_path):
         assert app.document.problems  # the truncated file is now reported
         assert "changed on disk" not in str(app.query_one("#infobar").render())
         assert app.is_running
+
+
+@aio
+async def test_stats_summary_shown_before_histogram(monkeypatch):
+    """The figures of the first pass appear while the histogram pass is still running."""
+    import dataclasses
+
+    import onemodel_viewer.analysis.stats as stats_mod
+
+    real = stats_mod.compute_stats
+    release = threading.Event()
+
+    def two_phase(tensor, *, cancel=None, progress=None, on_summary=None, **kw):
+        full = real(tensor, cancel=cancel)
+        assert on_summary is not None, "the panel must ask for the early summary"
+        on_summary(dataclasses.replace(full, histogram=(), hist_range=None))
+        assert release.wait(10)
+        return full
+
+    monkeypatch.setattr(stats_mod, "compute_stats", two_phase)
+    app = make_app(str(need(SHOWCASE)))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        t = next(t for t in app.document.model.graph.initializers if t.dtype == 1 and t.count > 1000)
+        app.reveal(t.where)
+        panel = app.query_one(StatsPanel)
+        for _ in range(50):
+            await pilot.pause(0.05)
+            if "min" in panel.summary_text():
+                break
+        assert panel.state == "running" and "min" in panel.summary_text()
+        release.set()
+        await settle(pilot)
+        assert panel.state == "done"

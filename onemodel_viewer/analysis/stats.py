@@ -261,6 +261,7 @@ class _Driver:
                 r = fn(c)
                 self.advance(c.b1 - c.b0)
                 yield r
+            self.between()  # the file may have been withdrawn during the last chunk: zeros must not pass as data
             return
         pool = _pool(self.threads)
         window: deque = deque()
@@ -280,6 +281,7 @@ class _Driver:
                 if nxt is not None:
                     self.between()
                     window.append((nxt, pool.submit(fn, nxt)))
+            self.between()  # as above: in-flight chunks may have read a withdrawn mapping
         finally:
             for _, fut in window:
                 fut.cancel()

@@ -205,7 +205,8 @@ class StatsPanel(Vertical):
                 self._post(self._progress, t, pct)
 
         try:
-            s = compute_stats(t, cancel=ev, progress=progress)
+            s = compute_stats(t, cancel=ev, progress=progress,
+                              on_summary=lambda early: self._post(self._summary, t, early))
         except Cancelled:
             self._post(self._finish, t, None, None, True)
         except FormatError as e:
@@ -224,6 +225,11 @@ class StatsPanel(Vertical):
     def _progress(self, t: Tensor, pct: int) -> None:
         if t is self._tensor:
             self._part(ProgressBar).update(progress=pct)
+
+    def _summary(self, t: Tensor, s: Any) -> None:
+        """Every figure but the histogram, shown while the histogram pass runs."""
+        if t is self._tensor and self.state == "running":
+            self.query_one("#stats-summary", Static).update(stats_text(t, s))
 
     def _finish(self, t: Tensor, s: Any, error: str | None, cancelled: bool) -> None:
         if s is not None and not cancelled:
