@@ -662,6 +662,8 @@ _K_FUNCTION = ("inputs", "outputs", "attribute_names", "attribute_defaults", "no
 _K_OPSET = ("domain", "version")
 _K_META = ("key", "value")
 _get_kind = _itemgetter("kind")
+_get_type = _itemgetter("type")
+_SCALAR_ATTRS = frozenset((1, 2, 3, 6, 7, 8))
 _get_attributes = _itemgetter("attributes")
 
 
@@ -759,9 +761,11 @@ class _CanonWalk:
             nondefault = _K_ATTRS[keys]  # KeyError: not a writer's key tuple
             for k in nondefault:
                 _need(all(a[k] for a in attrs if tuple(a) == keys))
+        if set(map(_get_type, attrs)) <= _SCALAR_ATTRS:
+            return  # no attribute holds a tensor, graph or type
         for a in attrs:
             t = a["type"]
-            if t in (1, 2, 3, 6, 7, 8) or "value" not in a:
+            if t in _SCALAR_ATTRS or "value" not in a:
                 continue
             v = a["value"]
             if t == 4:
