@@ -43,6 +43,9 @@ Decisions the spec leaves open (see also CLARIFICATIONS.md, ``header.py`` and ``
   diagnose mode still orders every node (the unorderable ones last, in stored order).
 * A path that is not a regular file (FIFO, device, directory) or cannot be opened: Io at ``file``.
 
+``open_with_manifest(path, mode)`` is ``open_path`` plus the parsed manifest JSON (``--check``
+proves the manifest canonical from it: ``analysis.layout.noncanonical(doc, parsed)``).
+
 Findings reported at open time (cheap): ``wide-data-offset``, ``missing-graph-array``,
 ``out-of-order`` (at the first node stored before something it reads), and in diagnose mode
 ``duplicate-key`` (strict opens skip its detection: it costs ~13% of an open).
