@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 import subprocess
 import sys
 
@@ -157,7 +158,8 @@ def test_converted_base_is_equal(base, capsys):
     _, src, dst = base
     rc, out = _json(capsys, dst, src)
     assert rc == 0
-    assert out == {"a": dst, "b": src, "equal": True, "differences": [], "equivalences": out["equivalences"]}
+    assert out == {"a": dst, "b": src, "equal": True, "differences": [], "equivalences": out["equivalences"],
+                   "findings": {"a": [], "b": []}}
     assert any("raw_data" in e for e in out["equivalences"])
 
 
@@ -306,3 +308,28 @@ def test_external_data_difference_names_the_data_file(tmp_path, capsys):
     assert det["b_offset"] == 0  # the flipped byte starts the external file's first tensor
     assert det["b_file"] == str(tmp_path / "external.onnx.data")
     assert "a_file" not in det and "a_offset" in det
+
+
+def test_findings_are_reported_beside_the_verdict(capsys):
+    """Readers may disagree on a file with duplicate keys: --diff must say so in both outputs (issue: every surface)."""
+    from onemodel_viewer.cli import main
+
+    path = str(Path(__file__).resolve().parent.parent / "testdata" / "hostile" / "valid-duplicate-keys.onemodel")
+    assert main(["--diff", "--json", path, path]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    for side in ("a", "b"):
+        dup = [f for f in doc["findings"][side] if f["code"] == "duplicate-key"]
+        assert [f["where"] for f in dup] == ["manifest.x_dup"]
+    assert main(["--diff", "--summary", path, path]) == 0
+    out = capsys.readouterr().out
+    assert out.count("finding duplicate-key at manifest.x_dup") == 2
+    assert "more findings" in out  # capped list, disagreements first
+
+
+def test_convert_warns_about_duplicate_keys(tmp_path, capsys):
+    from onemodel_viewer.cli import main
+
+    src = str(Path(__file__).resolve().parent.parent / "testdata" / "hostile" / "valid-duplicate-keys.onemodel")
+    assert main(["--convert", src, str(tmp_path / "out.onemodel")]) == 0
+    err = capsys.readouterr().err
+    assert "manifest.x_dup" in err and "more than once" in err

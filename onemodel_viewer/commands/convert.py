@@ -67,7 +67,13 @@ def _same(src: str, dst: str) -> bool:
 
 
 def _warn(doc) -> None:
-    for f in getattr(doc, "findings", ()):
+    from ..analysis.layout import all_findings
+
+    try:
+        found = all_findings(doc)  # duplicate keys, shared bytes...: what the source's readers may disagree on
+    except FormatError:
+        found = list(getattr(doc, "findings", ()))
+    for f in found:
         print(f"{PROG}: warning: {_visible(f.where)}: {_visible(f.message)}", file=sys.stderr)
 
 

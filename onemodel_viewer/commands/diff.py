@@ -29,6 +29,12 @@ except ImportError:  # pragma: no cover - depends on the other helper's progress
         return "".join(out)
 
 
+MAX_FINDINGS = 8
+"""Findings listed per file in the summary (``--json`` lists every one)."""
+
+DISAGREEMENT_CODES = ("duplicate-key", "shared-bytes")
+"""Findings after which two readers of the same file may see different models."""
+
 MAX_ROWS = 500
 """Rows of the summary table; the rest is counted (``--json`` lists everything)."""
 
@@ -66,6 +72,7 @@ def run_diff(a: str, b: str, as_json: bool = False, *, out: TextIO | None = None
             result = diff(docs[0], docs[1])
         except Exception as e:  # noqa: BLE001 - e.g. a file changed on disk while being read (Io)
             return _error(_blame(docs, a, b), e, err)
+        findings = [_findings(d) for d in docs]
     finally:
         for d in docs:
             try:
@@ -73,11 +80,25 @@ def run_diff(a: str, b: str, as_json: bool = False, *, out: TextIO | None = None
             except Exception:  # noqa: BLE001
                 pass
     if as_json:
-        json.dump(result.as_json(a, b), out, ensure_ascii=True, allow_nan=False)
+        doc_json = result.as_json(a, b)
+        doc_json["findings"] = {"a": [f.as_json() for f in findings[0]], "b": [f.as_json() for f in findings[1]]}
+        json.dump(doc_json, out, ensure_ascii=True, allow_nan=False)
         out.write("\n")
     else:
-        _summary(a, b, docs, result, out)
+        _summary(a, b, docs, result, out, findings)
     return 0 if result.equal else 1
+
+
+def _findings(doc) -> list:
+    """What a careful reader must see about one file (duplicate keys, shared bytes...): readers may disagree
+    on such a file's model, so the diff says so beside its verdict (issue: 'findings in every surface')."""
+    from ..analysis.layout import all_findings
+    from ..format.errors import FormatError
+
+    try:
+        return all_findings(doc)
+    except FormatError:  # e.g. the file changed on disk: the diff itself already succeeded
+        return list(doc.findings)
 
 
 def _blame(docs, a: str, b: str) -> str:
@@ -117,15 +138,23 @@ def _detail_text(d) -> str:
     return ""
 
 
-def _summary(a: str, b: str, docs, result, out: TextIO) -> None:
+def _summary(a: str, b: str, docs, result, out: TextIO, findings=((), ())) -> None:
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
 
     console = Console(file=out, highlight=False, soft_wrap=False)
-    for label, path, doc in (("A", a, docs[0]), ("B", b, docs[1])):
+    for label, path, doc, found in (("A", a, docs[0], findings[0]), ("B", b, docs[1], findings[1])):
         console.print(Text.assemble((f"{label} ", "bold"), visible(str(path)), f"  ({doc.source}, {doc.size:,} bytes)"),
                       soft_wrap=True)
+        # what readers may disagree on first: such a file may not hold the same model for every reader
+        ordered = sorted(found, key=lambda f: f.code not in DISAGREEMENT_CODES)
+        for f in ordered[:MAX_FINDINGS]:
+            console.print(Text.assemble(("  finding ", "yellow"), (f.code, "yellow"), " at ", visible(f.where), ": ",
+                                        visible(f.message)), soft_wrap=True)
+        if len(ordered) > MAX_FINDINGS:
+            console.print(Text(f"  … {len(ordered) - MAX_FINDINGS} more findings (onemodel-view --check lists them)",
+                               style="dim"))
     counts = {"added": 0, "removed": 0, "changed": 0}
     for d in result.differences:
         counts[d.change] = counts.get(d.change, 0) + 1
