@@ -15,6 +15,7 @@ Contract (scripts rely on it; see README):
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 
@@ -38,10 +39,16 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+_one_shot = False
+"""Set by :func:`main` for the non-interactive commands: :func:`entry` may then skip interpreter teardown."""
+
+
 def main(argv: list[str] | None = None) -> int:
+    global _one_shot
     parser = build_parser()
     args = parser.parse_args(argv)
     files = args.files
+    _one_shot = bool(args.check or args.convert or args.export or (args.diff and (args.json or args.summary)))
 
     def need(n: int | None, what: str) -> None:
         if (n is None and not files) or (n is not None and len(files) != n):
@@ -86,10 +93,26 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("onemodel-view: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # the reader of our output went away (`| head`): stop quietly, as a shell tool would (128 + SIGPIPE)
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141
 
 
 def entry() -> None:
-    sys.exit(main())
+    code = main()
+    if _one_shot:
+        # A one-shot command has written everything and closed its files (temp files are renamed or removed
+        # before main returns): freeing a large parsed model and every module at exit only costs time
+        # (~10 ms of a --check). Flush and leave. The viewer keeps the normal exit (Textual's own cleanup).
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (BrokenPipeError, OSError):  # e.g. `| head` closed the pipe: nothing left to say
+                pass
+        os._exit(code)
+    sys.exit(code)
 
 
 if __name__ == "__main__":  # pragma: no cover

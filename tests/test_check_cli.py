@@ -204,3 +204,19 @@ def test_text_report_with_offset_beyond_the_file(tmp_path, capsys):
     assert run_check([str(p)], as_json=False) == 1
     out = capsys.readouterr().out
     assert "Malformed" in out and "initializers[0].data" in out
+
+
+def test_closed_pipe_is_quiet(tmp_path):
+    """Regression: `--check --json ... | head -1` printed a BrokenPipeError traceback."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    hostile = sorted(str(p) for p in (Path(__file__).resolve().parent.parent / "testdata" / "hostile").glob("*.onemodel"))
+    proc = subprocess.Popen([sys.executable, "-m", "onemodel_viewer", "--check", "--json", *hostile],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.readline()
+    proc.stdout.close()  # the reader goes away after one line
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 141
+    assert "Traceback" not in err
