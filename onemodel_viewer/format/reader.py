@@ -1305,8 +1305,23 @@ def _read(doc: Document, first: bytes, report: Reporter, keep: list | None = Non
     finally:
         sys.setrecursionlimit(old_limit)
         if was_enabled:
+            _promote_survivors()
             gc.enable()
     doc.model = model
+
+
+def _promote_survivors() -> None:
+    """Move every tracked object to the oldest generation, without a collection.
+
+    The open leaves ~4*10^4 new container records that live as long as the document. Left in
+    generation 0, the first allocation after ``gc.enable()`` would scan them all (twice: gen 0,
+    then gen 1; measured ~5 ms on a 10^4-node model) only to promote them. ``freeze()`` +
+    ``unfreeze()`` does the same promotion in O(1) and resets the generation-0 count. Skipped
+    when the process has frozen objects of its own (``unfreeze`` would release them too).
+    """
+    if gc.get_freeze_count() == 0:
+        gc.freeze()
+        gc.unfreeze()
 
 
 def _parse_diagnose(data: bytes, report: Reporter):

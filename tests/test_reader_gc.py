@@ -1,0 +1,53 @@
+"""The reader's garbage-collector hand-off: gc state restored, records promoted without a scan."""
+
+from __future__ import annotations
+
+import gc
+
+from onemodel_viewer import format as omf
+
+from test_reader_util import graph, model, node, pack, tensor, write
+
+
+def _file(tmp_path):
+    nodes = [node("Relu", [f"v{i}"], [f"v{i + 1}"], name=f"n{i}") for i in range(300)]
+    m = model(graph(nodes=nodes, inputs=[{"name": "v0"}], outputs=[{"name": "v300"}], initializers=[tensor("w", 1, [2], 0, 8)]))
+    return write(tmp_path, pack(m, b"\0" * 8))
+
+
+def test_open_leaves_gc_enabled_and_generation_0_empty(tmp_path):
+    path = _file(tmp_path)
+    assert gc.isenabled()
+    doc = omf.open(path)
+    try:
+        assert gc.isenabled()
+        # the records went straight to the oldest generation: no pending young-generation scan
+        assert gc.get_count()[0] < 100
+        assert gc.get_freeze_count() == 0
+        assert len(doc.model.graph.nodes) == 300
+    finally:
+        doc.close()
+
+
+def test_open_with_gc_disabled_keeps_it_disabled(tmp_path):
+    path = _file(tmp_path)
+    gc.disable()
+    try:
+        omf.open(path, mode="diagnose").close()
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+def test_open_does_not_unfreeze_the_callers_frozen_objects(tmp_path):
+    path = _file(tmp_path)
+    keep = [[] for _ in range(10)]
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        assert frozen > 0
+        omf.open(path).close()
+        assert gc.get_freeze_count() == frozen
+    finally:
+        gc.unfreeze()
+    del keep
