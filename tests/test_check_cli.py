@@ -220,3 +220,17 @@ def test_closed_pipe_is_quiet(tmp_path):
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=60) == 141
     assert "Traceback" not in err
+
+
+def test_run_check_holds_only_the_last_files_closed_document(capsys, files):
+    from onemodel_viewer.commands import check
+
+    paths = [str(p) for p in files[:2]]
+    run_check(paths, as_json=True)
+    capsys.readouterr()
+    # the last file's document (closed) and parsed manifest, kept for the one-shot exit to skip freeing
+    assert len(check._HELD) == 2 and check._HELD[0].path == paths[-1]
+    assert check._HELD[1] is not None and isinstance(check._HELD[1].value, dict)
+    run_check(paths[:1], as_json=True)
+    capsys.readouterr()
+    assert check._HELD[0].path == paths[0]

@@ -1305,12 +1305,12 @@ def _read(doc: Document, first: bytes, report: Reporter, keep: list | None = Non
     finally:
         sys.setrecursionlimit(old_limit)
         if was_enabled:
-            _promote_survivors()
+            promote_survivors()
             gc.enable()
     doc.model = model
 
 
-def _promote_survivors() -> None:
+def promote_survivors() -> None:
     """Move every tracked object to the oldest generation, without a collection.
 
     The open leaves ~4*10^4 new container records that live as long as the document. Left in

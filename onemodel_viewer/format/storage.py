@@ -382,13 +382,14 @@ def _start_thread() -> str:
             return ""
         if "error" in _THREAD:
             return str(_THREAD["error"])
-        import platform
         import signal
 
+        # os.uname().machine is what platform.machine() reports on Linux (without importing
+        # platform: ~1.5 ms of every --check)
         if not sys.platform.startswith("linux"):
             _THREAD["error"] = "file leases are Linux-only"
-        elif platform.machine().lower() not in _ARCHES:
-            _THREAD["error"] = f"no lease support on {platform.machine()}"
+        elif os.uname().machine.lower() not in _ARCHES:
+            _THREAD["error"] = f"no lease support on {os.uname().machine}"
         else:
             # A real-time signal nobody in this process handles. Its disposition becomes "ignore":
             # blocked in the lease thread it is still queued there, and a stray process-directed copy
