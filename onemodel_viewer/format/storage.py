@@ -272,16 +272,20 @@ class _Lease:
             self.revoked = True
             if mm is not None and not mm.closed and not _zero_fill(self.addr, self.length):  # pragma: no cover
                 return  # ENOMEM at worst: keep the lease; the writer waits out the kernel's lease-break-time
-            try:
-                fcntl.fcntl(self.fd, _F_SETLEASE, fcntl.F_UNLCK)
-            except OSError:
-                pass
             listeners, self.listeners = self.listeners, []
+        # The listeners run before the writer is let go (outside the lock, as before): when the
+        # writer's open() returns, every listener has been told.
         for fn in listeners:
             try:
                 fn()
             except Exception:  # a listener's bug must not kill the lease thread
                 pass
+        with _LOCK:
+            if not self.dead:  # forget() closed the descriptor: the lease went with it
+                try:
+                    fcntl.fcntl(self.fd, _F_SETLEASE, fcntl.F_UNLCK)
+                except OSError:
+                    pass
 
 
 def _libc():
