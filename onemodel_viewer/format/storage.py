@@ -181,6 +181,12 @@ class FileStorage(Storage):
     def check(self) -> None:
         # Only a mapping can fault; bytes read into memory stay valid whatever happens on disk.
         if self._mmap is not None and self.changed():
+            lease = self._lease
+            if lease is not None and lease.revoked:
+                # ``revoked`` is set (under the lock) just before the zero pages go in: wait for the
+                # withdrawal to finish, so that once check() has said no, old views read zeros.
+                with _LOCK:
+                    pass
             raise FormatError(Kind.IO, "file", None, _CHANGED)
 
     def close(self) -> None:
