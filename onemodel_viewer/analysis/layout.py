@@ -405,10 +405,8 @@ def noncanonical(doc: Document, parsed=None) -> Finding | None:
 
         if canonical_text(have) and canonical_structure(parsed.value):
             return None
-    try:
-        from ..format.writer import encode_manifest
-    except ImportError:  # pragma: no cover - the writer is another helper's module
-        return None
+    from ..format.writer import encode_manifest
+
     try:
         want = encode_manifest(doc.model)
     except (FormatError, RecursionError, ValueError, TypeError):

@@ -61,7 +61,7 @@ import threading
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from ..format.dtypes import DTYPES, STRING, DType, decode
 from ..format.errors import FormatError, Kind

@@ -18,23 +18,9 @@ PROG = "onemodel-view"
 
 
 def _visible(text: str) -> str:
-    try:
-        from ..textsafe import visible
-    except ImportError:  # pragma: no cover - textsafe lands with the reader
-        visible = None
-    if visible is not None:
-        out = visible(text)
-        return out.plain if hasattr(out, "plain") else str(out)
-    out = []
-    for ch in text:
-        o = ord(ch)
-        if o < 0x20 or o == 0x7F or 0x80 <= o < 0xA0 or 0x200B <= o <= 0x200F or 0x202A <= o <= 0x202E or 0x2066 <= o <= 0x2069:
-            out.append(f"\\x{o:02x}" if o < 0x100 else f"\\u{o:04x}")
-        elif ch == "\\":
-            out.append("\\\\")
-        else:
-            out.append(ch)
-    return "".join(out)
+    from ..textsafe import visible
+
+    return visible(text)
 
 
 def _error(kind: Kind | str, where: str, message: str) -> int:
@@ -44,19 +30,9 @@ def _error(kind: Kind | str, where: str, message: str) -> int:
 
 def _open(src: str):
     """The source as a Document, strictly."""
-    try:
-        from ..format.reader import open_path
-    except ImportError:  # pragma: no cover - before the reader lands: ONNX only
-        open_path = None
-    if open_path is not None:
-        return open_path(src, mode="strict")
-    with open(src, "rb") as f:
-        magic = f.read(8)
-    if magic == b"ONEMODEL":
-        raise FormatError(Kind.UNSUPPORTED, "file", None, "no OneModel reader available")
-    from ..format.onnx_bridge import import_onnx
+    from ..format.reader import open_path
 
-    return import_onnx(src, mode="strict")
+    return open_path(src, mode="strict")
 
 
 def _same(src: str, dst: str) -> bool:

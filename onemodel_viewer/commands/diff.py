@@ -11,22 +11,7 @@ import json
 import sys
 from typing import Any, TextIO
 
-try:  # the project's shared helper (reader helper), when present
-    from ..textsafe import visible  # type: ignore[import-not-found]
-except ImportError:  # pragma: no cover - depends on the other helper's progress
-    import unicodedata
-
-    def visible(s: str) -> str:
-        out = []
-        for ch in s:
-            o = ord(ch)
-            if o < 0x20 or o == 0x7F or 0x80 <= o < 0xA0:
-                out.append(f"\\x{o:02x}")
-            elif unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"):
-                out.append(f"\\u{o:04x}" if o <= 0xFFFF else f"\\U{o:08x}")
-            else:
-                out.append(ch)
-        return "".join(out)
+from ..textsafe import visible
 
 
 MAX_FINDINGS = 8

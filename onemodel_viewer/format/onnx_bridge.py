@@ -583,10 +583,8 @@ def import_proto(mp: "onnx.ModelProto", path: str = "model.onnx", mode: str = "s
 
 def _resolve(model: Model, imp: _Importer) -> None:
     """Section 3's reading rules, as for a OneModel file: names, opsets, dependency order (``Graph.order``)."""
-    try:
-        from .reader import Reporter, _Resolver
-    except ImportError:  # pragma: no cover - the reader is part of the package
-        return
+    from .reader import Reporter, _Resolver
+
     report = Reporter(imp.strict)
     _Resolver(report, model).run()
     imp.problems.extend(report.problems)

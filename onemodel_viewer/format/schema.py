@@ -13,7 +13,7 @@ import enum
 import math
 import struct
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Union
 
 from .dtypes import DTYPES, STRING, DType, name_of
 from .errors import FormatError, Kind

@@ -69,16 +69,6 @@ def count_tensors(doc: Document) -> int:
     return 0 if doc.model is None else sum(1 for _ in all_tensors(doc.model))
 
 
-class _PlainLocator:
-    """Stand-in for ``format.manifest.Locator`` when only ``locate_nearest`` exists."""
-
-    def __init__(self, data: bytes, fn) -> None:
-        self.data, self.fn = data, fn
-
-    def nearest(self, where: str):
-        return self.fn(self.data, where)
-
-
 class SearchIndex:
     """Names of nodes, tensors and values, searchable by substring (built on first use)."""
 
@@ -356,14 +346,9 @@ class OneModelApp(App[int]):
                 if self._locator is None or self._locator_doc is not doc:
                     mlen = max(0, min(mlen, doc.size - m0))
                     data = doc.storage.read(m0, mlen)
-                    try:
-                        from ..format.manifest import Locator
+                    from ..format.manifest import Locator
 
-                        self._locator = Locator(data)
-                    except ImportError:  # older reader: uncached lookups
-                        from ..format.manifest import locate_nearest
-
-                        self._locator = _PlainLocator(data, locate_nearest)
+                    self._locator = Locator(data)
                     self._locator_doc = doc
                 locator = self._locator
                 if self.current is None or self.current.where != where:

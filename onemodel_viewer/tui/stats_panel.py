@@ -163,12 +163,6 @@ class StatsPanel(Vertical):
 
     def start(self, t: Tensor) -> None:
         """Start computing ``t``'s statistics in a worker."""
-        try:
-            from ..analysis.stats import compute_stats  # noqa: F401
-        except ImportError:
-            self.state = "unavailable"
-            self.query_one("#stats-summary", Static).update(Text("statistics module not available", style="red"))
-            return
         self.cancel()
         self.border_subtitle = None
         ev = threading.Event()
