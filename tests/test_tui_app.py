@@ -698,3 +698,23 @@ async def test_stats_summary_shown_before_histogram(monkeypatch):
         release.set()
         await settle(pilot)
         assert panel.state == "done"
+
+
+@aio
+async def test_byte_level_findings_reach_the_tree_and_info_bar():
+    """Tensors sharing bytes (readers may disagree) must be shown as findings in the viewer too, not only in --check."""
+    path = need(Path(__file__).resolve().parent.parent / "testdata" / "hostile" / "valid-shared-bytes.onemodel")
+    app = make_app(str(path))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await app.workers.wait_for_complete()
+        await settle(pilot)
+        codes = [f.code for f in app.document.findings]
+        assert "shared-bytes" in codes
+        info = str(app.query_one("#infobar").render())
+        assert f"{len(codes)} findings" in info
+        tree = app.query_one(StructureTree)
+        group = next(e for e in tree.roots if e.kind == "group" and e.label.plain.startswith("findings"))
+        assert group.label.plain.startswith(f"findings ({len(codes)})")
+        kids = tree.populate(tree.node_for(group))
+        assert any("shared-bytes" in k.label.plain for k in kids)

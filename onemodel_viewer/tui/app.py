@@ -240,6 +240,35 @@ class OneModelApp(App[int]):
         self.query_one(DetailPane).show(self.describer.model(doc.model) if doc.model is not None else
                                         [(Text(f"{len(doc.problems)} problem(s): press p", style="bold red"), None)])
         self._update_hex_title(hexv.cursor)
+        if doc.model is not None and doc.source == "onemodel":
+            self._file_findings(doc)
+
+    @work(thread=True, exclusive=True, group="findings", exit_on_error=False)
+    def _file_findings(self, doc: Document) -> None:
+        """The findings that need the bytes (padding, unowned and shared bytes, canonical form): off the UI thread."""
+        from ..analysis.layout import file_findings
+
+        try:
+            extra = file_findings(doc)
+        except Exception:  # a changed file or a core bug: the open-time findings stay, the app stays up
+            return
+        if extra:
+            try:
+                self.call_from_thread(self._add_findings, doc, extra)
+            except Exception:  # app shutting down
+                pass
+
+    def _add_findings(self, doc: Document, extra: list) -> None:
+        if doc is not self.document:
+            return
+        doc.findings.extend(extra)
+        tree = self.query_one(StructureTree)
+        old = next((e for e in tree.roots if e.kind == "group" and e.label.plain.startswith("findings")), None)
+        if old is not None:
+            new = self.factory.findings_entry()
+            old.label, old.children = new.label, new.children
+            tree.refresh_entry(old)
+        self.query_one("#infobar", Static).update(self._info_text())
 
     def _watch_storage(self, doc: Document, storage: Storage | None) -> None:
         """Tell the user at once when the mapped file changes on disk, and when it cannot be protected."""

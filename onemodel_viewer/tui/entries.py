@@ -229,11 +229,14 @@ class EntryFactory:
             Entry("group", _count_label("problems", len(doc.problems)), where="",
                   children=(lambda: [self.problem_entry(p) for p in doc.problems]) if doc.problems else None)
         )
-        out.append(
-            Entry("group", _count_label("findings", len(doc.findings)), where="",
-                  children=(lambda: [self.finding_entry(f) for f in doc.findings]) if doc.findings else None)
-        )
+        out.append(self.findings_entry())
         return out
+
+    def findings_entry(self) -> Entry:
+        """The ``findings (N)`` group of the document's current findings."""
+        doc = self.doc
+        return Entry("group", _count_label("findings", len(doc.findings)), where="",
+                     children=(lambda: [self.finding_entry(f) for f in doc.findings]) if doc.findings else None)
 
     def header_entry(self) -> Entry:
         h = self.doc.header

@@ -62,6 +62,21 @@ class StructureTree(Tree[Entry]):
             self._node_of[id(k)] = node.add(k.label, k, allow_expand=k.expandable)
         return kids
 
+    def refresh_entry(self, entry: Entry) -> None:
+        """``entry``'s label or children changed: redraw its label, rebuild its children when next needed."""
+        node = self._node_of.get(id(entry))
+        if node is None:
+            return
+        node.set_label(entry.label)
+        node.allow_expand = entry.expandable
+        kids = self._children_of.pop(id(entry), None)
+        if kids is not None:
+            for k in kids:
+                self._node_of.pop(id(k), None)
+            node.remove_children()
+            if node.is_expanded:
+                self.populate(node)
+
     def _on_tree_node_expanded(self, event: Tree.NodeExpanded[Entry]) -> None:
         if event.node.tree is self:
             self.populate(event.node)
