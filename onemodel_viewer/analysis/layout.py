@@ -33,12 +33,12 @@ from __future__ import annotations
 import bisect
 import os
 import threading
-from itertools import chain as _chain
 from dataclasses import dataclass, field
 
 from ..format.document import HEADER_SIZE, Document
 from ..format.errors import Finding, FormatError
 from ..format.reader import fast_constructor
+from ..format.schema import all_tensors
 
 ALIGN = 64
 MAX_NAMES = 64
@@ -208,7 +208,7 @@ def _data_extents(doc, do: int, de: int, ext: list, empties: list, sc: _Scanner)
     if doc.model is not None:
         seen: set[int] = set()
         storage = doc.storage
-        for t in _tensors(doc.model):
+        for t in all_tensors(doc.model):
             fo = t.file_offset
             if fo is None or t.storage is not storage or storage is None or t.dtype == 8:  # 8: string
                 continue
@@ -298,33 +298,6 @@ def _disjoint_extents(spans: list, do: int, de: int, ext: list, sc: _Scanner) ->
         prev = (s, e, name, where)
     if de > pos:
         ext.append(_Extent(pos, de, "tail", nonzero=sc.nonzero(pos, de, GAP_SCAN_LIMIT)))
-
-
-def _tensors(model) -> list:
-    """Every tensor of the model (as :func:`all_tensors`, without generator overhead per node)."""
-    out: list = []
-
-    def graph(g) -> None:
-        out.extend(g.initializers)
-        for sp in g.sparse_initializers:
-            out.append(sp.values)
-            out.append(sp.indices)
-        attrs(_chain.from_iterable([n.attributes for n in g.nodes if n.attributes]))
-
-    def attrs(attributes) -> None:
-        for a in attributes:
-            t = a.type
-            if t == 4 or t == 9 or t == 11 or t == 12:
-                out.extend(a.tensors())
-            elif t == 5 or t == 10:
-                for sub in a.graphs():
-                    graph(sub)
-
-    graph(model.graph)
-    for f in model.functions:
-        attrs(_chain.from_iterable([n.attributes for n in f.nodes if n.attributes]))
-        attrs(f.attribute_defaults)
-    return out
 
 
 # ---------------------------------------------------------------------------------------------

@@ -325,28 +325,36 @@ def walk_graphs(graph: Graph, where: str | None = None):
                 yield from walk_graphs(sub)
 
 
-def all_tensors(model: Model):
-    """Every tensor in the writer's order of section 1.3 (sparse: values then indices)."""
+def all_tensors(model: Model) -> list[Tensor]:
+    """Every tensor in the writer's order of section 1.3 (sparse: values then indices).
 
-    def graph_tensors(g: Graph):
-        yield from g.initializers
-        for s in g.sparse_initializers:
-            yield s.values
-            yield s.indices
-        for node in g.nodes:
-            yield from node_tensors(node)
+    Built as one list in a single walk (the reader's findings and the writer call it on LLM-size models:
+    no generator frame per node).
+    """
+    out: list[Tensor] = []
 
-    def node_tensors(node: Node):
-        for attr in node.attributes:
-            yield from attr.tensors()
-            for sub in attr.graphs():
-                yield from graph_tensors(sub)
+    def attrs(attributes) -> None:
+        for a in attributes:
+            t = a.type
+            if t == 4 or t == 9 or t == 11 or t == 12:  # TENSOR, TENSORS, SPARSE_TENSOR(S)
+                out.extend(a.tensors())
+            elif t == 5 or t == 10:  # GRAPH, GRAPHS: in place
+                for sub in a.graphs():
+                    graph(sub)
 
-    yield from graph_tensors(model.graph)
+    def graph(g: Graph) -> None:
+        out.extend(g.initializers)
+        for sp in g.sparse_initializers:
+            out.append(sp.values)
+            out.append(sp.indices)
+        for n in g.nodes:
+            if n.attributes:
+                attrs(n.attributes)
+
+    graph(model.graph)
     for f in model.functions:
-        for node in f.nodes:
-            yield from node_tensors(node)
-        for attr in f.attribute_defaults:
-            yield from attr.tensors()
-            for sub in attr.graphs():
-                yield from graph_tensors(sub)
+        for n in f.nodes:
+            if n.attributes:
+                attrs(n.attributes)
+        attrs(f.attribute_defaults)
+    return out
