@@ -46,8 +46,13 @@ MAX_U63 = (1 << 63) - 1
 MAX_MANIFEST = 512 << 20
 """Manifest size limit (the C# reader's): larger is Unsupported."""
 ALIGN = 64
+MAX_COUNT = 1 << 60
+"""Element counts must stay below this (spec section 2.5)."""
+MAX_TENSOR_BYTES = (1 << 31) - 1
+"""Largest tensor this library reads or writes (spec section 2.5); larger is Unsupported."""
 
-_STRUCT = struct.Struct("<8sIIQQQQQQ")
+STRUCT = struct.Struct("<8sIIQQQQQQ")
+"""The 64-byte header (section 1.1), field by field."""
 _OFFSETS = {name: off for name, off, _size in HEADER_FIELDS}
 
 Report = Callable[[Kind, str, "int | None", str], None]
@@ -56,7 +61,7 @@ Report = Callable[[Kind, str, "int | None", str], None]
 
 def decode(first64: bytes) -> Header:
     """The nine fields of a 64-byte header as stored (no validation)."""
-    return Header(*_STRUCT.unpack(first64[:HEADER_SIZE]))
+    return Header(*STRUCT.unpack(first64[:HEADER_SIZE]))
 
 
 def looks_like_magic(first8: bytes) -> bool:

@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Iterable
 from .document import Document
 from .dtypes import DTYPES, STRING
 from .errors import Finding, FormatError, Kind, Problem
+from .header import MAX_COUNT
 from .schema import (
     Attribute,
     AttrType,
@@ -330,7 +331,7 @@ class _Importer:
         if bad:
             return Tensor(name, dtype, tuple(max(d, 0) for d in dims), doc, where=where)
         count = math.prod(dims)
-        if count >= 1 << 60:
+        if count >= MAX_COUNT:
             self.problem(Kind.UNSUPPORTED, where + ".dims", "element count is 2^60 or more")
             return Tensor(name, dtype, dims, doc, where=where)
         if dtype == STRING:

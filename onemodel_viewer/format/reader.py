@@ -84,8 +84,8 @@ from .storage import FileStorage, Storage
 
 MAX_LEVEL = 64
 """Graphs and types open at once (main graph = 1)."""
-MAX_COUNT = 1 << 60
-MAX_TENSOR_BYTES = (1 << 31) - 1
+MAX_COUNT = _header.MAX_COUNT
+MAX_TENSOR_BYTES = _header.MAX_TENSOR_BYTES
 I64_MIN = -(1 << 63)
 I64_MAX = (1 << 63) - 1
 U32_MAX = (1 << 32) - 1

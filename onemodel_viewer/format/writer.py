@@ -24,7 +24,6 @@ import base64
 import gc
 import json
 import os
-import struct
 import tempfile
 from dataclasses import replace
 from typing import Callable, Iterable
@@ -32,6 +31,7 @@ from typing import Callable, Iterable
 from .document import HEADER_SIZE
 from .dtypes import DTYPES, STRING
 from .errors import FormatError, Kind
+from .header import ALIGN, MAGIC, MAX_COUNT, MAX_TENSOR_BYTES, STRUCT as _HEADER, VERSION, align_up as _align
 from .schema import (
     Attribute,
     AttrType,
@@ -52,21 +52,8 @@ __all__ = [
     "header_bytes", "to_bytes", "write", "model_sources", "atomic_output", "copy_storage_range",
 ]
 
-ALIGN = 64
-MAGIC = b"ONEMODEL"
-VERSION = 1
-MAX_TENSOR_BYTES = (1 << 31) - 1
-"""Largest tensor this library stores (spec section 2.5)."""
-MAX_COUNT = 1 << 60
 CHUNK = 8 << 20
 """Bytes copied per write call when streaming tensor data."""
-
-_HEADER = struct.Struct("<8sIIQQQQQQ")
-
-
-def _align(n: int) -> int:
-    return (n + ALIGN - 1) // ALIGN * ALIGN
-
 
 # ---------------------------------------------------------------------------------------------
 # Rebuilding the record tree with manifest paths (used by plan)
