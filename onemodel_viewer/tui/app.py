@@ -66,7 +66,7 @@ def count_nodes(doc: Document) -> int:
 def count_tensors(doc: Document) -> int:
     from ..format.schema import all_tensors
 
-    return 0 if doc.model is None else sum(1 for _ in all_tensors(doc.model))
+    return 0 if doc.model is None else len(all_tensors(doc.model))
 
 
 class SearchIndex:
@@ -164,6 +164,8 @@ class OneModelApp(App[int]):
         self.current: Entry | None = None
         """The entry shown in the detail pane."""
         self.bytemap: ByteMap | None = None
+        self._counts: tuple[Document, int, int] | None = None
+        """(document, tensors, nodes) shown in the info bar."""
 
     # ------------------------------------------------------------------ compose / setup
     def compose(self) -> ComposeResult:
@@ -300,7 +302,10 @@ class OneModelApp(App[int]):
         t.append_text(safe_text(os.path.basename(doc.path), style="bold", limit=60))
         t.append(f"  {human_size(doc.size)}", style="dim")
         t.append(f" · {doc.source}", style="dim")
-        t.append(f" · {count_tensors(doc):,} tensors · {count_nodes(doc):,} nodes · ", style="dim")
+        counts = self._counts
+        if counts is None or counts[0] is not doc:  # walked once per document, not on every info-bar refresh
+            counts = self._counts = (doc, count_tensors(doc), count_nodes(doc))
+        t.append(f" · {counts[1]:,} tensors · {counts[2]:,} nodes · ", style="dim")
         if doc.problems:
             t.append(f"{len(doc.problems)} problem{'s' if len(doc.problems) != 1 else ''}", style="bold red")
         else:
