@@ -244,6 +244,21 @@ class OneModelApp(App[int]):
         self._update_hex_title(hexv.cursor)
         if doc.model is not None and doc.source == "onemodel":
             self._file_findings(doc)
+        if doc.model is not None:
+            self._prepare_search(doc)
+
+    @work(thread=True, exclusive=True, group="search-index", exit_on_error=False)
+    def _prepare_search(self, doc: Document) -> None:
+        """Build the search index off the UI thread (~0.3 s for 100,000 nodes), so `/` answers at once."""
+        index = SearchIndex(doc)
+        try:
+            self.call_from_thread(self._set_search_index, doc, index)
+        except Exception:  # app shutting down
+            pass
+
+    def _set_search_index(self, doc: Document, index: "SearchIndex") -> None:
+        if doc is self.document and self._search_index is None:
+            self._search_index = index
 
     @work(thread=True, exclusive=True, group="findings", exit_on_error=False)
     def _file_findings(self, doc: Document) -> None:
