@@ -111,6 +111,7 @@ def assert_matches(s: TensorStats, t: Tensor) -> None:
     assert math.isclose(s.mean, ref["mean"], rel_tol=1e-6, abs_tol=1e-9 * max(1.0, abs(ref["max"])))
     assert math.isclose(s.std, ref["std"], rel_tol=1e-5, abs_tol=1e-9 * max(1.0, abs(ref["max"])))
     assert len(s.histogram) == 32 and sum(s.histogram) == ref["finite"]
+    assert s.hist_exact and s.hist_count == ref["finite"]
     assert s.hist_range == pytest.approx(ref["hist_range"])
     if t.dtype in FLOAT32_ARITH:
         # a value within one float32 rounding of an edge may land in the neighbouring bin
@@ -417,8 +418,11 @@ def test_histogram_can_be_left_out(code):
     # one pass (per-block centred sums of squares merged) instead of two: same up to rounding
     assert math.isclose(lean.mean, full.mean, rel_tol=1e-6, abs_tol=1e-7 * full.std)
     assert math.isclose(lean.std, full.std, rel_tol=1e-6)
-    assert lean == dataclasses.replace(full, histogram=(), hist_range=None, mean=lean.mean, std=lean.std)
-    assert_matches(dataclasses.replace(lean, histogram=full.histogram, hist_range=full.hist_range), t)
+    assert lean.hist_count is None and full.hist_count == full.finite and full.hist_exact
+    assert lean == dataclasses.replace(full, histogram=(), hist_range=None, hist_count=None, mean=lean.mean,
+                                       std=lean.std)
+    assert_matches(dataclasses.replace(lean, histogram=full.histogram, hist_range=full.hist_range,
+                                       hist_count=full.hist_count), t)
 
 
 @pytest.mark.parametrize("threads", [1, 2])
@@ -488,7 +492,7 @@ def test_on_summary_comes_before_the_histogram(code):
     summary, at = seen[0]
     assert at == len(progress) // 2  # after pass 1, before pass 2
     assert summary.histogram == () and summary.hist_range is None
-    assert summary == dataclasses.replace(full, histogram=(), hist_range=None)
+    assert summary == dataclasses.replace(full, histogram=(), hist_range=None, hist_count=None)
     assert_matches(full, t)
 
 

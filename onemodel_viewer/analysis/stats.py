@@ -26,13 +26,23 @@ between chunks, and reports progress. Three strategies, chosen by dtype:
   (needs [min, max]) only bins: ``(x − min) · 32/(max − min)`` in the data's own float
   type, cast to ``uint8``, counted with a ``bincount`` over *pairs* of bin indices. Chunks
   go to a small thread pool (numpy releases the GIL in these loops); each worker asks
-  OpenBLAS for one thread of its own. ``histogram=False`` stops after pass 1;
-  ``on_summary`` receives pass 1's result before pass 2 starts. Costs on the (shared,
-  loaded) 2-core benchmark machine, 1 GiB of float32, against one ``numpy.sum`` of the same
-  bytes: pass 1 about 2.2–3.8x, both passes about 7–9x. Pass 2 is nearly all ``bincount``
+  OpenBLAS for one thread of its own. ``histogram=False`` stops after pass 1.
+* **Sampled histogram first** for a two-pass tensor of more than :data:`SAMPLE_MIN`
+  (16 Mi) elements: right after pass 1, the same binning code (same bins over the exact
+  [min, max]) counts a sample: evenly spaced 64 KiB blocks holding about one value in 32,
+  at most about 8 Mi values, plus the blocks holding the first min and the first max (pass 1
+  remembers which 1 MiB block held them), so the first and last bins are never falsely
+  empty (:func:`sample_spans` is the rule; no RNG: the same file gives the same sample).
+  The result (``hist_exact=False``, ``hist_count`` = values counted, raw counts, not
+  scaled) goes to ``on_summary`` before pass 2 starts, or is returned with
+  ``histogram="sampled"``; pass 2 then replaces it with the exact histogram. Why: an
+  exact histogram cannot fit 3x a ``numpy.sum``. Pass 2 is nearly all ``bincount``
   (~0.65 ns per element over index pairs; triples, one-hot sums, ``add.at`` and 31
-  comparisons were measured and are slower), so an exact histogram costs more than the
-  3x budget on its own; a viewer shows the ``on_summary`` figures first.
+  comparisons were measured and are slower). Costs on the (shared) 2-core benchmark
+  machine, 1 GiB of float32 (256 Mi values), against one ``numpy.sum`` of the same bytes:
+  pass 1 about 2.0–2.3x when the machine is quiet (more when other processes take the
+  second core), the sample about 8–10 ms (0.15–0.2x), so every figure with the sampled
+  histogram arrives within about 2.2–2.5x; both passes (exact histogram) about 7–10x.
 * **Strings**: lengths and previews.
 
 Semantics (pinned by ``tests/test_stats.py``):
@@ -50,7 +60,10 @@ Semantics (pinned by ``tests/test_stats.py``):
   ``neginf`` is always 0; ``zeros`` counts ``z == 0``.
 * bool: every non-zero byte is true (value 1).
 * Progress: ``progress(done, total)`` in bytes read; ``total`` is the tensor length
-  times the number of passes (1 or 2), so a two-pass tensor reports twice its size.
+  times the number of passes (1 or 2), so a two-pass tensor reports twice its size (one
+  pass with ``histogram=False``, or ``"sampled"`` above the threshold). The sample reports
+  no progress (it checks ``cancel`` and the file between its groups of blocks).
+* ``hist_exact``/``hist_count``: True/``finite`` for every histogram except the sampled one.
 """
 
 from __future__ import annotations
@@ -61,7 +74,7 @@ import threading
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Literal
 
 from ..format.dtypes import DTYPES, STRING, DType, decode
 from ..format.errors import FormatError, Kind
@@ -81,6 +94,16 @@ BLOCK_BYTES = 1 << 20
 """Work unit inside a chunk: several numpy passes over one block hit the cache, not RAM."""
 PREVIEW_BYTES = 256
 """A string preview keeps at most this many leading bytes of the element (then ``…``)."""
+SAMPLE_MIN = 16 << 20
+"""Two-pass tensors of more than this many elements get a sampled histogram before the exact one."""
+SAMPLE_BLOCK_BYTES = 64 << 10
+"""The sample is made of whole blocks of this many bytes (see :func:`sample_spans`)."""
+SAMPLE_FRACTION = 32
+"""The evenly spaced blocks of the sample hold about one value in this many..."""
+SAMPLE_VALUES = 8 << 20
+"""...and at most about this many values (a bounded cost, ~0.15x a ``numpy.sum`` of 1 GiB of float32)."""
+SAMPLE_UNIT_VALUES = 256 << 10
+"""Sample blocks are handed to the worker threads in groups of about this many values."""
 
 _COMPLEX = (14, 15)
 _WIDE_INT = (6, 7, 12, 13)
@@ -125,6 +148,12 @@ class TensorStats:
     cancelled: bool = False
     """Never set by :func:`compute_stats` (it raises :class:`Cancelled`); kept for callers
     that want to record an interrupted computation."""
+    hist_exact: bool = True
+    """False when ``histogram`` counts a sample (see :func:`sample_spans`), not every finite value."""
+    hist_count: int | None = None
+    """How many values ``histogram`` counted (``sum(histogram)``): ``finite`` when exact, the
+    finite values of the sample otherwise; None when there is no histogram. The counts of a
+    sample are raw (not scaled to the tensor): draw proportions."""
 
 
 class Cancelled(Exception):
@@ -254,12 +283,14 @@ class _Driver:
         if self.progress is not None:
             self.progress(self.done, self.total)
 
-    def map(self, fn: Callable[[_Chunk], Any], chunks: list[_Chunk]) -> Iterator[Any]:
+    def map(self, fn: Callable[[Any], Any], chunks: list, advance: bool = True) -> Iterator[Any]:
+        """``fn`` of each chunk, in order; progress counts the chunks' bytes unless ``advance`` is False."""
         if self.threads <= 1 or len(chunks) < MIN_PARALLEL_CHUNKS:
             for c in chunks:
                 self.between()
                 r = fn(c)
-                self.advance(c.b1 - c.b0)
+                if advance:
+                    self.advance(c.b1 - c.b0)
                 yield r
             self.between()  # the file may have been withdrawn during the last chunk: zeros must not pass as data
             return
@@ -275,7 +306,8 @@ class _Driver:
             while window:
                 c, fut = window.popleft()
                 r = fut.result()
-                self.advance(c.b1 - c.b0)
+                if advance:
+                    self.advance(c.b1 - c.b0)
                 yield r
                 nxt = next(it, None)
                 if nxt is not None:
@@ -420,6 +452,52 @@ def _count_small(idx: "np.ndarray") -> "np.ndarray":
     return counts[:BINS]
 
 
+@dataclass(frozen=True, slots=True)
+class _SamplePlan:
+    """Evenly spaced sample blocks: block ``start + j * step`` for ``j < k``, ``per`` elements each."""
+
+    per: int
+    start: int
+    step: int
+    k: int
+    extra: tuple[int, ...]
+    """Further blocks (the ones holding ``must`` elements, when not already sampled); the last may be short."""
+
+
+def _sample_plan(count: int, item_bytes: int, must: Iterable[int] = ()) -> _SamplePlan:
+    per = max(1, SAMPLE_BLOCK_BYTES // max(1, item_bytes))
+    full = count // per
+    if full == 0:  # less than one block: the sample is the whole tensor
+        return _SamplePlan(max(count, 1), 0, 1, 1 if count else 0, ())
+    k = min(full, max(1, -(-min(SAMPLE_VALUES, count // SAMPLE_FRACTION) // per)))
+    step = full // k
+    start = step // 2
+    extra = set()
+    for e in must:
+        if 0 <= e < count:
+            b = e // per
+            if not (b >= start and (b - start) % step == 0 and (b - start) // step < k):
+                extra.add(b)
+    return _SamplePlan(per, start, step, k, tuple(sorted(extra)))
+
+
+def sample_spans(count: int, item_bytes: int, must: Iterable[int] = ()) -> list[tuple[int, int]]:
+    """Element spans ``[e0, e1)`` that a sampled histogram counts: ascending, disjoint, deterministic.
+
+    The tensor's ``count`` elements are cut into blocks of ``per = SAMPLE_BLOCK_BYTES //
+    item_bytes`` elements; of the ``full = count // per`` whole blocks the sample takes
+    ``k = ceil(min(SAMPLE_VALUES, count // SAMPLE_FRACTION) / per)`` (at least 1, at most
+    ``full``), evenly spaced: block ``step // 2 + j * step`` for ``j < k``, ``step = full //
+    k``. Plus the block holding each element index in ``must`` (:func:`compute_stats` passes
+    the first occurrences of the min and of the max, so the first and last bins are never
+    falsely empty; the tensor's last block may be short). A tensor of less than one block
+    is sampled whole.
+    """
+    p = _sample_plan(count, item_bytes, must)
+    blocks = [p.start + j * p.step for j in range(p.k)] + list(p.extra)
+    return [(b * p.per, min(count, (b + 1) * p.per)) for b in sorted(blocks)]
+
+
 def _default_threads() -> int:
     import os
 
@@ -440,7 +518,7 @@ def compute_stats(
     progress: Callable[[int, int], None] | None = None,
     chunk_bytes: int = 8 << 20,
     threads: int | None = None,
-    histogram: bool = True,
+    histogram: bool | Literal["sampled"] = True,
     on_summary: Callable[[TensorStats], None] | None = None,
 ) -> TensorStats:
     """Statistics of ``tensor`` in one chunked pass (two for float32/64, complex, wide ints).
@@ -451,13 +529,20 @@ def compute_stats(
     chunks, so a file changed on disk raises ``FormatError(Io)``. A byte length that
     does not match dims and dtype raises ``FormatError(InvalidModel)``, an unknown
     dtype ``FormatError(Unsupported)``. ``threads`` (default: up to 2) workers share
-    the chunks of large tensors. ``histogram=False`` leaves the histogram out (``()``,
-    ``None``) where it costs a pass of its own (float32/64, complex, wide integers): the
-    bin counting is most of the time of those. ``on_summary(stats)``, where the histogram
-    takes a pass of its own, is called (on the calling thread) between the two passes with
-    everything but the histogram (``histogram=()``, ``hist_range=None``), so a viewer can
-    show the numbers while the histogram is being counted; it is not called otherwise.
+    the chunks of large tensors.
+
+    Where the histogram costs a pass of its own (float32/64, complex, wide integers; the
+    bin counting is most of the time of those): ``histogram=False`` leaves it out (``()``,
+    ``None``); ``histogram="sampled"`` stops after the sampled histogram of a tensor of more
+    than :data:`SAMPLE_MIN` elements (``hist_exact=False``) and counts every value of a
+    smaller one (exact, as ``True``). ``on_summary(stats)`` is called (on the calling thread)
+    only when the exact histogram pass follows, just before it: with the sampled histogram
+    (``hist_exact=False``) above :data:`SAMPLE_MIN` elements, else with everything but the
+    histogram (``histogram=()``, ``hist_range=None``), so a viewer can show the figures while
+    the exact histogram is being counted.
     """
+    if histogram not in (True, False, "sampled"):
+        raise ValueError(f"histogram must be True, False or 'sampled', not {histogram!r}")
     info = DTYPES.get(tensor.dtype)
     if info is None:
         raise FormatError(Kind.UNSUPPORTED, tensor.where + ".dtype", None, f"unknown dtype {tensor.dtype}")
@@ -683,7 +768,7 @@ def _from_counts(info: DType, count: int, counts: "np.ndarray", first) -> Tensor
         mn, mx = int(lo), int(hi)
     return TensorStats(
         count, info.code, mn, mx, mean, std, nan, posinf, neginf, zeros, finite, histogram,
-        (float(edges[0]), float(edges[-1])), first,
+        (float(edges[0]), float(edges[-1])), first, hist_count=finite,
     )
 
 
@@ -724,6 +809,7 @@ def _from_values(info: DType, count: int, vals: "np.ndarray", counts: "np.ndarra
         mn, mx = int(lo), int(hi)
     return TensorStats(
         count, info.code, mn, mx, mean, std, nan, posinf, neginf, zeros, finite, histogram, edges, first,
+        hist_count=finite,
     )
 
 
@@ -769,6 +855,7 @@ def _two_pass_stats(tensor, raw, info: DType, count, chunks, first, cancel, prog
     npdt = info.numpy
     is_int = code in _WIDE_INT
     is_complex = code in _COMPLEX
+    item = info.bits // 8
 
     def values(c: _Chunk) -> "np.ndarray":
         x = raw[c.b0 : c.b1].view(npdt)
@@ -779,6 +866,7 @@ def _two_pass_stats(tensor, raw, info: DType, count, chunks, first, cancel, prog
     def pass1(c: _Chunk):
         zeros = nan = posinf = neginf = 0
         mn = mx = None
+        mn_at = mx_at = None  # the first block holding the chunk's min / max
         dirty = False
         agg = (0, 0.0, 0.0)
         with np.errstate(all="ignore"), _OneBlasThread():
@@ -791,9 +879,11 @@ def _two_pass_stats(tensor, raw, info: DType, count, chunks, first, cancel, prog
                 neginf += bni
                 dirty = dirty or bd
                 if bmn is not None:
-                    mn = bmn if mn is None or bmn < mn else mn
-                    mx = bmx if mx is None or bmx > mx else mx
-        return agg, mn, mx, zeros, nan, posinf, neginf, dirty
+                    if mn is None or bmn < mn:
+                        mn, mn_at = bmn, b
+                    if mx is None or bmx > mx:
+                        mx, mx_at = bmx, b
+        return agg, mn, mx, zeros, nan, posinf, neginf, dirty, mn_at, mx_at
 
     def centred(x: "np.ndarray", n: int, s: float) -> tuple[float, float]:
         """(sum, sum of squared deviations from the block's own mean) of one block of finite values."""
@@ -836,7 +926,8 @@ def _two_pass_stats(tensor, raw, info: DType, count, chunks, first, cancel, prog
             zeros = 0
             if mn <= 0.0 <= mx:
                 eq = np.equal(x, 0, out=_buffer(np.bool_, n))
-                zeros = int(np.count_nonzero(eq))
+                if mn == 0.0 or mx == 0.0 or eq.any():  # any() costs half a count
+                    zeros = int(np.count_nonzero(eq))
             s, m2 = centred(x, n, s)
             return n, s, mn, mx, zeros, 0, 0, 0, False, m2
         fin = np.isfinite(x)
@@ -858,13 +949,16 @@ def _two_pass_stats(tensor, raw, info: DType, count, chunks, first, cancel, prog
         s, m2 = centred(f64, nf, s)
         return nf, s, mn, mx, zeros, nan, posinf, neginf, True, m2
 
-    driver = _Driver(tensor, cancel, progress, (2 if histogram else 1) * raw.size, threads)
+    sampling = histogram is not False and count > SAMPLE_MIN
+    passes = 1 if histogram is False or (histogram == "sampled" and sampling) else 2
+    driver = _Driver(tensor, cancel, progress, passes * raw.size, threads)
     finite = zeros = nan = posinf = neginf = 0
     agg = (0, 0.0, 0.0)
     lo = hi = None
+    lo_at = hi_at = None
     dirty: set[int] = set()
     for c, r in zip(chunks, driver.map(pass1, chunks)):
-        (cn, cmean, cm2), mn, mx, z, na, pi, ni, d = r
+        (cn, cmean, cm2), mn, mx, z, na, pi, ni, d, mn_at, mx_at = r
         agg = _merge(agg, cn, cmean * cn, cm2)
         zeros += z
         nan += na
@@ -873,11 +967,13 @@ def _two_pass_stats(tensor, raw, info: DType, count, chunks, first, cancel, prog
         if d:
             dirty.add(c.index)
         if mn is not None:
-            lo = mn if lo is None or mn < lo else lo
-            hi = mx if hi is None or mx > hi else hi
+            if lo is None or mn < lo:
+                lo, lo_at = mn, mn_at
+            if hi is None or mx > hi:
+                hi, hi_at = mx, mx_at
     finite = agg[0]
     if finite == 0 or lo is None or hi is None:
-        if histogram:
+        if passes == 2:
             driver.advance(raw.size)
         return TensorStats(count, code, None, None, None, None, nan, posinf, neginf, zeros, finite, (), None, first)
     flo, fhi = float(lo), float(hi)
@@ -887,17 +983,16 @@ def _two_pass_stats(tensor, raw, info: DType, count, chunks, first, cancel, prog
     if flo == fhi:
         mean, std = flo, 0.0
     summary = TensorStats(count, code, lo, hi, mean, std, nan, posinf, neginf, zeros, finite, (), None, first)
-    if not histogram:
+    if histogram is False:
         return summary
     if flo == fhi:  # one value: no spread, numpy's histogram convention
-        driver.advance(raw.size)
+        if passes == 2:
+            driver.advance(raw.size)
         hist1 = [0] * BINS
         hist1[BINS // 2] = finite
-        return _replace(summary, histogram=tuple(hist1), hist_range=(flo - 0.5, fhi + 0.5))
-    if on_summary is not None:
-        on_summary(summary)
+        return _replace(summary, histogram=tuple(hist1), hist_range=(flo - 0.5, fhi + 0.5), hist_count=finite)
 
-    # Pass 2: the bin of each finite value, floor((x - lo) * 32 / (hi - lo)), as uint8, counted.
+    # The bin of each finite value, floor((x - lo) * 32 / (hi - lo)), as uint8, counted.
     f32 = np.float32
     work_f32 = npdt == np.float32 or (is_complex and code == 14)
     wide = not math.isfinite(fhi - flo)  # float64 range overflows: halve everything
@@ -908,30 +1003,19 @@ def _two_pass_stats(tensor, raw, info: DType, count, chunks, first, cancel, prog
         if fhi - flo > 1e38 or not math.isfinite(norm32) or norm32 == 0.0:
             work_f32 = False  # float32 arithmetic would overflow on this range: compute in float64
 
-    def pass2(c: _Chunk):
-        counts = np.zeros(BINS, dtype=np.int64)
-        with np.errstate(all="ignore"):
-            for b in _blocks(info, c):
-                counts += _pass2(b)
-        return counts
-
-    def _pass2(c: _Chunk):
-        x = values(c)
-        if c.index in dirty:
-            x = x[np.isfinite(x)]
-        n = x.size
-        if n == 0:
-            return np.zeros(BINS, dtype=np.int64)
+    def bin_into(x: "np.ndarray", idx: "np.ndarray") -> None:
+        """Bin indices (0..32, 32 = the closed last bin) of finite values ``x`` into ``idx`` (uint8, same shape)."""
+        n, shape = x.size, x.shape
         if work_f32:
-            t = np.subtract(x, f32(flo), out=_buffer(np.float32, n), dtype=np.float32)
+            t = np.subtract(x, f32(flo), out=_buffer(np.float32, n).reshape(shape), dtype=np.float32)
             np.multiply(t, f32(norm), out=t)
         else:
             if x.dtype == np.float64:
                 xf = x
             else:  # integers, or float32 whose range overflows float32
-                xf = _buffer(np.float64, n, 1)
+                xf = _buffer(np.float64, n, 1).reshape(shape)
                 np.copyto(xf, x, casting="unsafe")
-            t = _buffer(np.float64, n, 2)
+            t = _buffer(np.float64, n, 2).reshape(shape)
             if wide:
                 np.multiply(xf, 0.5, out=t)
                 np.subtract(t, flo * 0.5, out=t)
@@ -942,14 +1026,66 @@ def _two_pass_stats(tensor, raw, info: DType, count, chunks, first, cancel, prog
             else:  # a subnormal range: 32 / range overflows, the ratio does not
                 np.divide(t, fhi - flo, out=t)
                 np.multiply(t, BINS, out=t)
-        idx = _buffer(np.uint8, n)
         np.copyto(idx, t, casting="unsafe")  # t is in [0, 32] (up to rounding): no clamp needed
-        return _count_small(idx)
+
+    if sampling:
+        # The sampled histogram: evenly spaced blocks (one strided 2-D view: few numpy calls, so
+        # the worker threads do not queue for the GIL) plus the blocks of the first min and max.
+        def locate(b: _Chunk, v) -> int:
+            """Element index of the first value equal to ``v`` in block ``b``."""
+            with np.errstate(all="ignore"):
+                return b.b0 // item + int(np.argmax(values(b) == v))
+
+        assert lo_at is not None and hi_at is not None
+        plan = _sample_plan(count, item, (locate(lo_at, lo), locate(hi_at, hi)))
+        x1 = raw.view(npdt)
+        grid = np.lib.stride_tricks.as_strided(
+            x1[plan.start * plan.per :], shape=(plan.k, plan.per), strides=(plan.step * plan.per * item, item),
+            writeable=False,
+        )
+        rows = max(1, SAMPLE_UNIT_VALUES // plan.per)
+        units: list["np.ndarray"] = [grid[r : r + rows] for r in range(0, plan.k, rows)]
+        units += [x1[b * plan.per : (b + 1) * plan.per] for b in plan.extra]
+
+        def sample_unit(x: "np.ndarray") -> "np.ndarray":
+            with np.errstate(all="ignore"):
+                if is_complex:
+                    x = np.abs(x)
+                if dirty:  # some chunk holds NaN/Inf: keep the finite values
+                    x = x[np.isfinite(x)]
+                idx = _buffer(np.uint8, x.size, 1).reshape(x.shape)
+                bin_into(x, idx)
+            return _count_small(idx.reshape(-1))
+
+        hs = np.zeros(BINS, dtype=np.int64)
+        for r in driver.map(sample_unit, units, advance=False):
+            hs += r
+        summary = _replace(summary, histogram=tuple(int(h) for h in hs), hist_range=(flo, fhi), hist_exact=False,
+                           hist_count=int(hs.sum()))
+        if histogram == "sampled":
+            return summary
+    if on_summary is not None:
+        on_summary(summary)
+
+    # Pass 2: every finite value binned and counted.
+    def pass2(c: _Chunk):
+        counts = np.zeros(BINS, dtype=np.int64)
+        with np.errstate(all="ignore"):
+            for b in _blocks(info, c):
+                x = values(b)
+                if b.index in dirty:
+                    x = x[np.isfinite(x)]
+                if x.size:
+                    idx = _buffer(np.uint8, x.size)
+                    bin_into(x, idx)
+                    counts += _count_small(idx)
+        return counts
 
     hist = np.zeros(BINS, dtype=np.int64)
     for r in driver.map(pass2, chunks):
         hist += r
-    return _replace(summary, histogram=tuple(int(h) for h in hist), hist_range=(flo, fhi))
+    return _replace(summary, histogram=tuple(int(h) for h in hist), hist_range=(flo, fhi), hist_exact=True,
+                    hist_count=finite)
 
 
 def _replace(s: TensorStats, **kw: Any) -> TensorStats:
