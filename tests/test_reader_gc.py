@@ -47,7 +47,9 @@ def test_open_does_not_unfreeze_the_callers_frozen_objects(tmp_path):
         frozen = gc.get_freeze_count()
         assert frozen > 0
         omf.open(path).close()
-        assert gc.get_freeze_count() == frozen
+        # unfreeze() would empty the permanent generation; a few frozen objects that earlier tests
+        # left in caches may be freed by the open itself (seen under xdist: 2 of ~10^5), which is fine
+        assert gc.get_freeze_count() > frozen - 100
     finally:
         gc.unfreeze()
     del keep

@@ -46,6 +46,13 @@ Decisions the spec leaves open (see also CLARIFICATIONS.md, ``header.py`` and ``
 ``open_with_manifest(path, mode)`` is ``open_path`` plus the parsed manifest JSON (``--check``
 proves the manifest canonical from it: ``analysis.layout.noncanonical(doc, parsed)``).
 
+Records: graphs of ``BULK_NODES`` nodes or more get a :class:`~.schema.NodeList`. Every node is
+checked at open, but the records of nodes whose attributes hold only numbers (INT, INTS, FLOAT,
+FLOATS) are built on the first read of the list (``--check`` and name resolution never build
+them: resolution reads each node's inputs, outputs and domain from the checked JSON). Anything
+doubtful is built at open through the per-node path, so problems are the same either way
+(``tests/test_reader_lazy.py`` reads every bundled file and mutation both ways).
+
 Findings reported at open time (cheap): ``wide-data-offset``, ``missing-graph-array``,
 ``out-of-order`` (at the first node stored before something it reads), and in diagnose mode
 ``duplicate-key`` (strict opens skip its detection: it costs ~13% of an open).
@@ -61,6 +68,7 @@ import operator
 import os
 import stat
 import sys
+from collections.abc import Sequence
 
 from . import header as _header
 from . import manifest as _manifest
@@ -74,6 +82,7 @@ from .schema import (
     Graph,
     Model,
     Node,
+    NodeList,
     OperatorSet,
     SparseTensor,
     Tensor,
@@ -102,9 +111,15 @@ _tensor_fields = operator.itemgetter("name", "dtype", "dims", "data")
 _data_fields = operator.itemgetter("offset", "length")
 _attr_fields = operator.itemgetter("name", "type", "value")
 _node_fields = operator.itemgetter("name", "op", "domain", "overload", "inputs", "outputs", "attributes")
+_get_inputs = operator.itemgetter("inputs")
+_get_outputs = operator.itemgetter("outputs")
+_get_domain = operator.itemgetter("domain")
 _DEFAULT_DOMAINS = ("", "ai.onnx")
 _TYPE_KINDS = ("tensor", "sparse_tensor", "sequence", "optional", "map", "opaque")
 _GRAPH_ARRAYS = ("inputs", "outputs", "value_info", "initializers", "sparse_initializers", "nodes")
+_repeat = itertools.repeat
+BULK_NODES = 32
+"""Graphs with at least this many nodes are checked column-wise and get a lazily built :class:`NodeList`."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -454,7 +469,7 @@ class _Builder:
             sparse_initializers=tuple(
                 [s for s in (self.sparse(x, f"{w}.sparse_initializers[{i}]") for i, x in enumerate(sparse)) if s is not None]
             ),
-            nodes=tuple([self.node(x, f"{w}.nodes[{i}]", level) for i, x in enumerate(nodes)]),
+            nodes=self.nodes(nodes, f"{w}.nodes", level),
             order=None,
             where=w,
         )
@@ -541,6 +556,93 @@ class _Builder:
             self.req_missing(w, key, "a Type")
             return None
         return self.type(v, f"{w}.{key}", level + 1)
+
+    def nodes(self, raw: list, w: str, level: int):
+        """A graph's nodes (``w``: the array's where): a lazily built :class:`NodeList`, or a tuple.
+
+        Graphs of ``BULK_NODES`` nodes or more whose every node is sound on the fast path get a
+        :class:`NodeList`: every node is checked now exactly as :meth:`node` would check it, but
+        only the nodes whose attributes hold more than numbers (tensors, graphs, strings, types,
+        refs) are built now; the rest when the list is first read (a record costs more than its
+        check). Anything doubtful: every node built now through :meth:`node`, which reports it.
+        """
+        n = len(raw)
+        node = self.node
+        if n >= BULK_NODES:
+            eager_at = self.sound_nodes(raw)
+            if eager_at is not None:
+                eager = {i: node(raw[i], f"{w}[{i}]", level) for i in eager_at}
+                columns = (list(map(_get_inputs, raw)), list(map(_get_outputs, raw)), list(map(_get_domain, raw)))
+                return NodeList(n, lambda i: node(raw[i], f"{w}[{i}]", level), eager, w, columns)
+        return tuple([node(x, f"{w}[{i}]", level) for i, x in enumerate(raw)])
+
+    @staticmethod
+    def sound_nodes(raw: list) -> list[int] | None:
+        """Indices of the nodes to build now, or None when some node is not sound on :meth:`node`'s fast path.
+
+        A node may wait when all seven fields have their JSON types, its inputs and outputs are
+        strings, and each attribute is exactly {name, type, value} with an INT, INTS, FLOAT or
+        FLOATS value that :meth:`attr_value` accepts; a node with any other attribute is built now.
+        """
+        eager: list[int] = []
+        i = -1
+        for o in raw:
+            i += 1
+            try:
+                name, op, domain, overload, inputs, outputs, attrs = _node_fields(o)
+            except (KeyError, TypeError):
+                return None
+            if not (
+                type(op) is str and type(name) is str and type(domain) is str and type(overload) is str
+                and type(inputs) is list and type(outputs) is list and type(attrs) is list
+            ):
+                return None
+            if len(o) != 7 and type(o.get("doc", "")) is not str:
+                return None
+            try:
+                _join(inputs)
+                _join(outputs)
+            except TypeError:
+                return None
+            for a in attrs:
+                if type(a) is not dict or len(a) != 3:
+                    break
+                try:
+                    an, at, av = _attr_fields(a)
+                except KeyError:
+                    break
+                if type(an) is not str or type(at) is not int:
+                    break
+                if at == 2:
+                    if not (type(av) is int and I64_MIN <= av <= I64_MAX):
+                        break
+                elif at == 7:
+                    if type(av) is not list:
+                        break
+                    for x in av:
+                        if not (type(x) is int and I64_MIN <= x <= I64_MAX):
+                            break
+                    else:
+                        continue
+                    break
+                elif at == 1:
+                    if not (type(av) is int and 0 <= av <= U32_MAX):
+                        break
+                elif at == 6:
+                    if type(av) is not list:
+                        break
+                    for x in av:
+                        if not (type(x) is int and 0 <= x <= U32_MAX):
+                            break
+                    else:
+                        continue
+                    break
+                else:
+                    break
+            else:
+                continue
+            eager.append(i)
+        return eager
 
     def node(self, o, w: str, level: int) -> Node:
         # Fast path: every field present with the right JSON type (what writers emit: section 4
@@ -916,6 +1018,24 @@ def _scoped_attrs(node: Node) -> bool:
     return False
 
 
+def _node_columns(nodes) -> tuple[Sequence, Sequence, Sequence, dict]:
+    """(each node's inputs, outputs, domain; {index: node} of the nodes with attributes), not building a NodeList."""
+    if type(nodes) is NodeList and nodes.columns is not None:
+        ins, outs, doms = nodes.columns
+        return ins, outs, doms, nodes.built_at_open()
+    return (
+        [n.inputs for n in nodes], [n.outputs for n in nodes], [n.domain for n in nodes],
+        {i: n for i, n in enumerate(nodes) if n.attributes},
+    )
+
+
+def _where_of(nodes):
+    """``where_of(i)`` for a node list (a NodeList answers without building its records)."""
+    if type(nodes) is NodeList:
+        return nodes.where_of
+    return lambda i: nodes[i].where
+
+
 def _domains(opsets) -> set:
     """Domains with an opset entry; ``""`` and ``"ai.onnx"`` stand for each other."""
     out = {o.domain for o in opsets}
@@ -948,7 +1068,7 @@ class _Resolver:
             if name in defs:
                 self.bad(Kind.INVALID_MODEL, f"{f.where}.inputs[{i}]", f"{name!r} is defined twice")
             defs[name] = -1
-        self.define_outputs(f.nodes, defs, {})
+        self.define_outputs([n.outputs for n in f.nodes], lambda i: f.nodes[i].where, defs, {})
         for node in f.nodes:
             self.node_refs(node, defs, (), attr_names, domains, None)
         for a in f.attribute_defaults:
@@ -958,18 +1078,19 @@ class _Resolver:
             if name and name not in defs:
                 self.bad(Kind.INVALID_MODEL, f"{f.where}.outputs[{i}]", f"function output {name!r} is not defined")
 
-    def define_outputs(self, nodes, defs: dict, producer: dict) -> None:
-        fast = {o: i for i, n in enumerate(nodes) for o in n.outputs}
-        if len(fast) == sum(map(len, [n.outputs for n in nodes])) and "" not in fast and fast.keys().isdisjoint(defs):
+    def define_outputs(self, outputs: Sequence, where_of, defs: dict, producer: dict) -> None:
+        """Define each node's outputs (``outputs[i]``: node i's output names); ``where_of(i)``: node i's where."""
+        fast = {o: i for i, outs in enumerate(outputs) for o in outs}
+        if len(fast) == sum(map(len, outputs)) and "" not in fast and fast.keys().isdisjoint(defs):
             producer.update(fast)  # every output distinct, non-empty and new: nothing to report
             defs.update(fast)
             return
-        for i, node in enumerate(nodes):
-            for j, out in enumerate(node.outputs):
+        for i, outs in enumerate(outputs):
+            for j, out in enumerate(outs):
                 if out == "":
                     continue
                 if out in defs:
-                    self.bad(Kind.INVALID_MODEL, f"{node.where}.outputs[{j}]", f"{out!r} is already defined in this graph")
+                    self.bad(Kind.INVALID_MODEL, f"{where_of(i)}.outputs[{j}]", f"{out!r} is already defined in this graph")
                     continue
                 defs[out] = i
                 producer[out] = i
@@ -1026,35 +1147,35 @@ class _Resolver:
         for s in g.sparse_initializers:
             self.define_init(s.values.name, f"{s.where}.values.name", defs, inputs, attached)
         nodes = g.nodes
+        ins_col, outs_col, doms_col, with_attrs = _node_columns(nodes)
+        where_of = _where_of(nodes)
         producer: dict[str, int] = {}
-        self.define_outputs(nodes, defs, producer)
+        self.define_outputs(outs_col, where_of, defs, producer)
         free: set = set()
         # Whole-graph checks at C speed first; only the nodes they flag get the per-node walk
         # (which reports in node order). Typical graphs flag only the nodes with subgraphs/refs.
-        all_inputs = set(_chain.from_iterable([n.inputs for n in nodes]))
+        all_inputs = set(_chain.from_iterable(ins_col))
         all_inputs.discard("")
         unknown = all_inputs.difference(defs)
-        bad_domains = {n.domain for n in nodes}.difference(domains)
-        flagged = [
-            i for i, n in enumerate(nodes)
-            if (n.attributes and _scoped_attrs(n))
-            or (unknown and not unknown.isdisjoint(n.inputs))
-            or (bad_domains and n.domain in bad_domains)
-        ] if (unknown or bad_domains or any(n.attributes for n in nodes)) else []
+        bad_domains = set(doms_col).difference(domains)
+        flagged = {i for i, nd in with_attrs.items() if _scoped_attrs(nd)}
+        if unknown:
+            flagged.update(i for i, ins in enumerate(ins_col) if not unknown.isdisjoint(ins))
+        if bad_domains:
+            flagged.update(i for i, d in enumerate(doms_col) if d in bad_domains)
         implicit: dict[int, list[int]] = {}
-        for i in flagged:
-            used = self.node_refs(nodes[i], defs, outer, attr_names, domains, free)
-            extra = [producer[x] for x in used.difference(nodes[i].inputs) if x in producer]
+        for i in sorted(flagged):
+            node = with_attrs.get(i) or (nodes.node_at(i) if type(nodes) is NodeList else nodes[i])
+            used = self.node_refs(node, defs, outer, attr_names, domains, free)
+            extra = [producer[x] for x in used.difference(node.inputs) if x in producer]
             if extra:
                 implicit[i] = extra
-        # In order when no node reads a value produced at or after its own position.
-        in_order = True
-        not_yet = set(producer)
-        for i, node in enumerate(nodes):
-            if not not_yet.isdisjoint(node.inputs):
-                in_order = False
-                break
-            not_yet.difference_update(node.outputs)
+        # In order when no node reads a value produced at or after its own position: compare, for
+        # every input of every node, its producer's index (-1: none here) with the reader's index.
+        n = len(nodes)
+        pget = producer.get
+        readers = _chain.from_iterable(map(_repeat, range(n), map(len, ins_col)))
+        in_order = not any(map(operator.ge, map(pget, _chain.from_iterable(ins_col), _repeat(-1)), readers))
         if in_order:
             for i, extra in implicit.items():
                 if max(extra) >= i:
@@ -1062,9 +1183,8 @@ class _Resolver:
                     break
         deps: list = []
         if not in_order:
-            pget = producer.get
-            for i, node in enumerate(nodes):
-                ps = [p for p in map(pget, node.inputs) if p is not None]
+            for i, ins in enumerate(ins_col):
+                ps = [p for p in map(pget, ins) if p is not None]
                 ps.extend(implicit.get(i, ()))
                 deps.append(ps)
         for vi in g.outputs:
@@ -1077,7 +1197,6 @@ class _Resolver:
                     break
             else:
                 self.bad(Kind.INVALID_MODEL, f"{vi.where}.name", f"graph output {x!r} is not defined")
-        n = len(g.nodes)
         if in_order:
             order = tuple(range(n))
         else:
@@ -1085,7 +1204,7 @@ class _Resolver:
             if not cyclic and order != tuple(range(n)):
                 first = next(i for i in range(n) if order[i] != i)
                 self.report.finding(
-                    "out-of-order", g.nodes[first].where, _LOCATE,
+                    "out-of-order", where_of(first), _LOCATE,
                     "nodes are not stored in dependency order (the reader sorts them)",
                 )
         object.__setattr__(g, "order", order)
@@ -1137,7 +1256,7 @@ class _Resolver:
                 cur = next(p for p in deps[cur] if p in stuck_set)
             cycle = path[seen[cur]:]
             self.bad(
-                Kind.INVALID_MODEL, g.nodes[min(cycle)].where,
+                Kind.INVALID_MODEL, _where_of(g.nodes)(min(cycle)),
                 f"the nodes form a cycle of {len(cycle)} node(s); {len(stuck)} nodes cannot be ordered",
             )
             order.extend(stuck)

@@ -12,8 +12,10 @@ from __future__ import annotations
 import enum
 import math
 import struct
+import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Union
+from typing import TYPE_CHECKING, Callable, Iterator, Union
 
 from .dtypes import DTYPES, STRING, DType, name_of
 from .errors import FormatError, Kind
@@ -252,6 +254,142 @@ class Node:
     where: str = ""
 
 
+_BUILD_LOCK = threading.Lock()
+
+
+class NodeList(Sequence):
+    """A graph's nodes, built when the list is first read.
+
+    The reader checks every node when it opens a file, but builds only the nodes whose
+    attributes hold more than numbers (tensors, subgraphs, strings, types, refs: their
+    checks need the records); the others are built on the first read of the list (for a
+    10,000-node model most records, and ~10 ms of the open). :func:`nodes_with_contents`
+    reaches the nodes that hold tensors or graphs without building the rest.
+
+    Reads like the tuple it stands for: ``len``, indexing, slicing (a tuple), iteration,
+    ``==`` with a tuple or another list, ``hash``, ``+``. Thread-safe: each record is built
+    once. ``columns`` (for the reader's name resolution: each node's inputs, outputs and
+    domain as stored) is set until the records are built.
+    """
+
+    __slots__ = ("_n", "_items", "_make_one", "_built", "_where", "columns")
+
+    def __init__(
+        self, n: int, make_one: Callable[[int], "Node"], built: dict[int, "Node"], where: str,
+        columns: tuple[Sequence, Sequence, Sequence] | None = None,
+    ) -> None:
+        self._n = n
+        self._items: tuple[Node, ...] | None = None
+        self._make_one: Callable[[int], Node] | None = make_one
+        self._built = built
+        self._where = where
+        self.columns = columns
+
+    def _all(self) -> tuple["Node", ...]:
+        items = self._items
+        if items is None:
+            with _BUILD_LOCK:
+                items = self._items
+                if items is None:
+                    make, get = self._make_one, self._built.get
+                    assert make is not None
+                    items = tuple([get(i) or make(i) for i in range(self._n)])
+                    self._items = items
+                    self._make_one = None
+                    self._built = {}
+                    self.columns = None
+        return items
+
+    @property
+    def built(self) -> bool:
+        """Whether every record has been built."""
+        return self._items is not None
+
+    def node_at(self, i: int) -> "Node":
+        """Node ``i``, building only that record if the list is not built yet."""
+        items = self._items
+        if items is not None:
+            return items[i]
+        with _BUILD_LOCK:
+            if self._items is not None:
+                return self._items[i]
+            if not -self._n <= i < self._n:
+                raise IndexError(i)
+            i %= self._n
+            node = self._built.get(i)
+            if node is None:
+                assert self._make_one is not None
+                node = self._built[i] = self._make_one(i)
+            return node
+
+    def built_at_open(self) -> dict[int, "Node"]:
+        """{index: node} of the records built so far (every node holding tensors or graphs among them); a copy."""
+        if self._items is not None:
+            return dict(enumerate(self._items))
+        with _BUILD_LOCK:
+            return dict(sorted(self._built.items())) if self._items is None else dict(enumerate(self._items))
+
+    def where_of(self, i: int) -> str:
+        """``where`` of node ``i`` without building records."""
+        items = self._items
+        if items is not None:
+            return items[i].where
+        node = self._built.get(i)
+        return node.where if node is not None else f"{self._where}[{i}]"
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __bool__(self) -> bool:
+        return self._n > 0
+
+    def __getitem__(self, i):  # int -> Node, slice -> tuple
+        return self._all()[i]
+
+    def __iter__(self) -> Iterator["Node"]:
+        return iter(self._all())
+
+    def __reversed__(self) -> Iterator["Node"]:
+        return reversed(self._all())
+
+    def __contains__(self, x) -> bool:
+        return x in self._all()
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, NodeList):
+            return self is other or self._all() == other._all()
+        if isinstance(other, tuple):
+            return self._all() == other
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._all())
+
+    def __add__(self, other):
+        if isinstance(other, (tuple, NodeList)):
+            return self._all() + tuple(other)
+        return NotImplemented
+
+    def __radd__(self, other):
+        if isinstance(other, tuple):
+            return other + self._all()
+        return NotImplemented
+
+    def __repr__(self) -> str:
+        return repr(self._all())
+
+
+def nodes_with_contents(nodes: Sequence["Node"]) -> list["Node"]:
+    """Nodes of ``nodes`` (a tuple or a :class:`NodeList`) that may hold tensors or graphs, in stored order.
+
+    Every node whose attributes hold a tensor, sparse tensor or graph is included (possibly some
+    others with attributes); a :class:`NodeList` answers without building its other records.
+    """
+    if type(nodes) is NodeList and not nodes.built:
+        return [n for n in nodes.built_at_open().values() if n.attributes]
+    return [n for n in nodes if n.attributes]
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class Graph:
     """A graph (spec section 2.2)."""
@@ -264,7 +402,7 @@ class Graph:
     initializers: tuple[Tensor, ...] = ()
     sparse_initializers: tuple[SparseTensor, ...] = ()
     nodes: tuple[Node, ...] = ()
-    """Nodes as stored in the file."""
+    """Nodes as stored in the file (from the reader: a :class:`NodeList`, built on first read)."""
     order: tuple[int, ...] | None = None
     """Indices into ``nodes`` in dependency order (section 3 rule 3); None when not resolved."""
     where: str = ""
@@ -319,7 +457,7 @@ class Model:
 def walk_graphs(graph: Graph, where: str | None = None):
     """Yield ``graph`` and every graph nested in its nodes' attributes, depth first, in place."""
     yield graph
-    for node in graph.nodes:
+    for node in nodes_with_contents(graph.nodes):
         for attr in node.attributes:
             for sub in attr.graphs():
                 yield from walk_graphs(sub)
@@ -347,9 +485,8 @@ def all_tensors(model: Model) -> list[Tensor]:
         for sp in g.sparse_initializers:
             out.append(sp.values)
             out.append(sp.indices)
-        for n in g.nodes:
-            if n.attributes:
-                attrs(n.attributes)
+        for n in nodes_with_contents(g.nodes):
+            attrs(n.attributes)
 
     graph(model.graph)
     for f in model.functions:

@@ -10,6 +10,7 @@ links find their way back into the tree (:func:`path_to`).
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -185,7 +186,7 @@ class Facts:
 
 # ----------------------------------------------------------------------------- children
 
-def _chunked(where: str, items: list, make: Callable[[int, Any], Entry], name: str) -> list[Entry]:
+def _chunked(where: str, items: Sequence, make: Callable[[int, Any], Entry], name: str) -> list[Entry]:
     if len(items) <= CHUNK:
         return [make(i, x) for i, x in enumerate(items)]
     groups = []
@@ -329,14 +330,14 @@ class EntryFactory:
                              children=(lambda: _chunked(f"{gw}.sparse_initializers", sp,
                                                         lambda i, s: self.sparse_entry(s, g), "sparse"))
                              if sp else None))
-            nodes = list(g.nodes)
+            nodes = g.nodes  # a reader NodeList is built when the group is opened, not now
             out.append(Entry("group", _count_label("nodes", len(nodes)), where=f"{gw}.nodes",
                              children=(lambda: self._node_list(g, nodes, f"{gw}.nodes")) if nodes else None))
             return out
 
         return Entry("graph", graph_label(g, prefix), obj=g, where=g.where, graph=g, function=function, children=kids)
 
-    def _node_list(self, g: Graph | None, nodes: list[Node], where: str, function: Function | None = None) -> list[Entry]:
+    def _node_list(self, g: Graph | None, nodes: Sequence[Node], where: str, function: Function | None = None) -> list[Entry]:
         types = self.facts.of(g).types if g is not None else None
         return _chunked(where, nodes, lambda i, n: self.node_entry(n, g, types, function), "nodes")
 
