@@ -701,6 +701,100 @@ async def test_stats_summary_shown_before_histogram(monkeypatch):
 
 
 @aio
+async def test_stats_sampled_histogram_then_exact(monkeypatch):
+    """A large tensor: the figures and an approximate (sampled, marked ≈) histogram at once, the exact one after."""
+    import onemodel_viewer.analysis.stats as stats_mod
+    from textual.widgets import Sparkline
+
+    # embed.positions (8,192 float32) counts as large: sampled in blocks of 64 values, about one value in 16
+    monkeypatch.setattr(stats_mod, "SAMPLE_MIN", 1000)
+    monkeypatch.setattr(stats_mod, "SAMPLE_BLOCK_BYTES", 256)
+    monkeypatch.setattr(stats_mod, "SAMPLE_FRACTION", 16)
+    real = stats_mod.compute_stats
+    reached = threading.Event()
+    release = threading.Event()
+    early_seen = []
+
+    def held(tensor, *, on_summary=None, **kw):
+        def early(s):
+            early_seen.append(s)
+            on_summary(s)
+            reached.set()
+            assert release.wait(10)
+
+        return real(tensor, on_summary=early, **kw)
+
+    monkeypatch.setattr(stats_mod, "compute_stats", held)
+    app = make_app(str(need(SHOWCASE)))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        t = next(t for t in app.document.model.graph.initializers if t.name == "embed.positions")
+        app.reveal(t.where)
+        assert await asyncio.to_thread(reached.wait, 5)
+        panel = app.query_one(StatsPanel)
+        spark = app.query_one(Sparkline)
+        for _ in range(50):
+            await pilot.pause(0.05)
+            if not spark.has_class("hidden"):
+                break
+        (early,) = early_seen
+        assert not early.hist_exact and early.hist_count < early.finite
+        pct = 100.0 * early.hist_count / early.finite
+        assert panel.state == "running"
+        assert panel.border_subtitle == f"histogram ≈ sample {pct:.1f}% · exact pending"
+        assert panel.histogram_note() == f"≈ (sample of {early.hist_count:,} values)"
+        assert "min" in panel.summary_text()
+        assert not spark.has_class("hidden") and list(spark.data) == [float(h) for h in early.histogram]
+        release.set()
+        await settle(pilot)
+        assert panel.state == "done"
+        final = panel.cached(t)
+        assert final.hist_exact and final.hist_count == final.finite
+        assert panel.histogram_note() is None and "≈" not in str(panel.border_subtitle)
+        assert panel.border_subtitle.startswith("histogram ")
+        assert list(spark.data) == [float(h) for h in final.histogram] and not spark.has_class("hidden")
+
+
+@aio
+async def test_stats_cancel_after_sampled_histogram_hides_it(monkeypatch):
+    """Cancelled during the exact pass: the approximate histogram does not stay on screen as if it were the answer."""
+    import onemodel_viewer.analysis.stats as stats_mod
+    from textual.widgets import Sparkline
+
+    monkeypatch.setattr(stats_mod, "SAMPLE_MIN", 1000)
+    monkeypatch.setattr(stats_mod, "SAMPLE_BLOCK_BYTES", 256)
+    real = stats_mod.compute_stats
+    reached = threading.Event()
+
+    def held(tensor, *, on_summary=None, cancel=None, **kw):
+        def early(s):
+            on_summary(s)
+            reached.set()
+            assert cancel.wait(10)
+
+        return real(tensor, on_summary=early, cancel=cancel, **kw)
+
+    monkeypatch.setattr(stats_mod, "compute_stats", held)
+    app = make_app(str(need(SHOWCASE)))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        t = next(t for t in app.document.model.graph.initializers if t.name == "embed.positions")
+        app.reveal(t.where)
+        assert await asyncio.to_thread(reached.wait, 5)
+        panel = app.query_one(StatsPanel)
+        for _ in range(50):
+            await pilot.pause(0.05)
+            if "≈" in str(panel.border_subtitle):
+                break
+        assert "≈" in str(panel.border_subtitle)
+        await pilot.press("c")
+        await settle(pilot)
+        assert panel.state == "cancelled"
+        assert app.query_one(Sparkline).has_class("hidden") and panel.border_subtitle is None
+        assert app.query_one("#stats-hist-row").has_class("hidden")
+
+
+@aio
 async def test_byte_level_findings_reach_the_tree_and_info_bar():
     """Tensors sharing bytes (readers may disagree) must be shown as findings in the viewer too, not only in --check."""
     path = need(Path(__file__).resolve().parent.parent / "testdata" / "hostile" / "valid-shared-bytes.onemodel")

@@ -6,6 +6,11 @@
 cancellation and a progress callback. Results come back only through
 ``call_from_thread``. A :class:`FormatError` (file changed on disk...) is shown,
 never raised: press ``r`` in the app to reload.
+
+Large float32/64, complex and wide-integer tensors deliver their figures in two steps
+(``on_summary``): first every figure with a histogram counted from a sample, drawn at once
+and marked approximate (``≈ (sample of N values)`` right of the sparkline, border subtitle
+``histogram ≈ sample 3.1% · exact pending``), then the exact histogram, which replaces it.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from typing import Any
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
-from textual.containers import Vertical
+from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.widgets import ProgressBar, Sparkline, Static
 
@@ -85,9 +90,11 @@ class StatsPanel(Vertical):
     """Statistics of one tensor: summary, histogram (sparkline), progress while computing."""
 
     DEFAULT_CSS = """
-    StatsPanel { height: auto; max-height: 7; }
+    StatsPanel { height: auto; max-height: 8; }
     StatsPanel > #stats-summary { height: auto; text-wrap: nowrap; text-overflow: ellipsis; }
-    StatsPanel > Sparkline { height: 1; margin: 0 0; }
+    StatsPanel > #stats-hist-row { height: 1; }
+    #stats-hist-row > Sparkline { width: 1fr; height: 1; margin: 0 0; }
+    #stats-hist-row > #stats-hist-note { width: auto; height: 1; color: $warning; }
     StatsPanel > ProgressBar { height: 1; }
     StatsPanel .hidden { display: none; }
     """
@@ -109,6 +116,9 @@ class StatsPanel(Vertical):
         self._cancel: threading.Event | None = None
         self.state = "idle"
         """``idle``, ``running``, ``done``, ``cancelled``, ``error``, ``unavailable``."""
+        self._spark: Sparkline | None = None
+        self._note: Static | None = None
+        self._hist_row: Horizontal | None = None
 
     def compose(self) -> ComposeResult:
         # the histogram and the progress bar are mounted on first use (keeps the first screen light)
@@ -116,11 +126,17 @@ class StatsPanel(Vertical):
 
     def _part(self, kind: type) -> Any:
         """The Sparkline or ProgressBar child, mounted the first time it is needed."""
+        if kind is Sparkline:
+            if self._spark is None:
+                # the sparkline and, right of it while the histogram is a sample, "≈ (sample of N values)"
+                self._spark = Sparkline([], id="stats-hist", classes="hidden")
+                self._note = Static("", id="stats-hist-note", classes="hidden")
+                self._hist_row = Horizontal(self._spark, self._note, id="stats-hist-row", classes="hidden")
+                self.mount(self._hist_row)
+            return self._spark
         found = self.query(kind)
         if found:
             return found.first()
-        if kind is Sparkline:
-            w = Sparkline([], id="stats-hist", classes="hidden")
         else:
             w = ProgressBar(total=100, show_eta=False, id="stats-progress", classes="hidden")
         self.mount(w)
@@ -145,10 +161,9 @@ class StatsPanel(Vertical):
         if t is None:
             self.state = "idle"
             summary.update(Text("select a tensor; s computes statistics", style="dim"))
-            self.query(Sparkline).add_class("hidden")
-            self.border_subtitle = None
+            self._hide_histogram()
             return
-        hist = self._part(Sparkline)
+        self._part(Sparkline)
         hit = self.cached(t)
         if hit is not None:
             self._render_stats(t, hit)
@@ -157,21 +172,21 @@ class StatsPanel(Vertical):
         if not force and size > AUTO_LIMIT:
             self.state = "idle"
             summary.update(Text(f"{human_size(size)}: press s to compute statistics", style="dim"))
-            hist.add_class("hidden")
+            self._hide_histogram()
             return
         self.start(t)
 
     def start(self, t: Tensor) -> None:
         """Start computing ``t``'s statistics in a worker."""
         self.cancel()
-        self.border_subtitle = None
         ev = threading.Event()
         self._cancel = ev
         self.state = "running"
         self.query_one("#stats-summary", Static).update(
             Text.assemble(("computing statistics of ", "dim"), safe_text(t.name or "(unnamed)", limit=60), ("… (c cancels)", "dim"))
         )
-        self._part(Sparkline).add_class("hidden")
+        self._part(Sparkline)
+        self._hide_histogram()
         bar = self._part(ProgressBar)
         bar.update(total=100, progress=0)
         bar.set_class(t.is_string or t.length < PROGRESS_MIN, "hidden")
@@ -221,9 +236,11 @@ class StatsPanel(Vertical):
             self._part(ProgressBar).update(progress=pct)
 
     def _summary(self, t: Tensor, s: Any) -> None:
-        """Every figure but the histogram, shown while the histogram pass runs."""
+        """Every figure (with a sampled histogram, or none), shown while the exact histogram pass runs."""
         if t is self._tensor and self.state == "running":
             self.query_one("#stats-summary", Static).update(stats_text(t, s))
+            if s.histogram:
+                self._draw_histogram(s)
 
     def _finish(self, t: Tensor, s: Any, error: str | None, cancelled: bool) -> None:
         if s is not None and not cancelled:
@@ -233,6 +250,8 @@ class StatsPanel(Vertical):
             return
         self._part(ProgressBar).add_class("hidden")
         summary = self.query_one("#stats-summary", Static)
+        if cancelled or error is not None:  # no sampled histogram left standing as if it were the answer
+            self._hide_histogram()
         if cancelled:
             self.state = "cancelled"
             summary.update(Text("statistics cancelled (s: compute again)", style="yellow"))
@@ -246,15 +265,44 @@ class StatsPanel(Vertical):
     def _render_stats(self, t: Tensor, s: Any) -> None:
         self.state = "done"
         self.query_one("#stats-summary", Static).update(stats_text(t, s))
+        self._draw_histogram(s)
+
+    def _draw_histogram(self, s: Any) -> None:
+        """The sparkline and the subtitle: the range when exact, ``≈ sample …% · exact pending`` when sampled."""
         hist = self._part(Sparkline)
         data = list(getattr(s, "histogram", ()) or ())
         rng = getattr(s, "hist_range", None)
-        if data and any(data):
-            hist.data = [float(x) for x in data]
-            hist.remove_class("hidden")
+        if not (rng and data and any(data)):
+            self._hide_histogram()
+            return
+        hist.data = [float(x) for x in data]
+        note = self._note
+        assert note is not None and self._hist_row is not None
+        if getattr(s, "hist_exact", True):
+            note.add_class("hidden")
+            self.border_subtitle = f"histogram {fmt_num(rng[0])} … {fmt_num(rng[1])}"
         else:
-            hist.add_class("hidden")
-        self.border_subtitle = f"histogram {fmt_num(rng[0])} … {fmt_num(rng[1])}" if rng and data else None
+            n = s.hist_count or 0
+            note.update(Text(f" ≈ (sample of {n:,} values)"))
+            note.remove_class("hidden")
+            pct = 100.0 * n / s.finite if s.finite else 0.0
+            share = f"{pct:.1f}%" if pct >= 0.1 else f"{pct:.2g}%"
+            self.border_subtitle = f"histogram ≈ sample {share} · exact pending"
+        hist.remove_class("hidden")
+        self._hist_row.remove_class("hidden")
+
+    def _hide_histogram(self) -> None:
+        for w in (self._hist_row, self._spark):
+            if w is not None:
+                w.add_class("hidden")
+        self.border_subtitle = None
+
+    def histogram_note(self) -> str | None:
+        """The text right of the sparkline (``≈ (sample of N values)``), None when hidden (tests)."""
+        if self._note is None or self._note.has_class("hidden") or self._hist_row.has_class("hidden"):
+            return None
+        r = self._note.render()
+        return (r.plain if hasattr(r, "plain") else str(r)).strip()
 
     def summary_text(self) -> str:
         """Plain text of the summary (tests)."""
