@@ -117,7 +117,6 @@ _get_domain = operator.itemgetter("domain")
 _DEFAULT_DOMAINS = ("", "ai.onnx")
 _TYPE_KINDS = ("tensor", "sparse_tensor", "sequence", "optional", "map", "opaque")
 _GRAPH_ARRAYS = ("inputs", "outputs", "value_info", "initializers", "sparse_initializers", "nodes")
-_repeat = itertools.repeat
 BULK_NODES = 32
 """Graphs with at least this many nodes are checked column-wise and get a lazily built :class:`NodeList`."""
 
@@ -1170,12 +1169,18 @@ class _Resolver:
             extra = [producer[x] for x in used.difference(node.inputs) if x in producer]
             if extra:
                 implicit[i] = extra
-        # In order when no node reads a value produced at or after its own position: compare, for
-        # every input of every node, its producer's index (-1: none here) with the reader's index.
+        # In order when no node reads a value produced at or after its own position.
         n = len(nodes)
         pget = producer.get
-        readers = _chain.from_iterable(map(_repeat, range(n), map(len, ins_col)))
-        in_order = not any(map(operator.ge, map(pget, _chain.from_iterable(ins_col), _repeat(-1)), readers))
+        in_order = True
+        for i, ins in enumerate(ins_col):
+            for x in ins:
+                if pget(x, -1) >= i:
+                    in_order = False
+                    break
+            else:
+                continue
+            break
         if in_order:
             for i, extra in implicit.items():
                 if max(extra) >= i:
