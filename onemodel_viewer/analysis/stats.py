@@ -40,9 +40,11 @@ between chunks, and reports progress. Three strategies, chosen by dtype:
   (~0.65 ns per element over index pairs; triples, one-hot sums, ``add.at`` and 31
   comparisons were measured and are slower). Costs on the (shared) 2-core benchmark
   machine, 1 GiB of float32 (256 Mi values), against one ``numpy.sum`` of the same bytes:
-  pass 1 about 2.0–2.3x when the machine is quiet (more when other processes take the
-  second core), the sample about 8–10 ms (0.15–0.2x), so every figure with the sampled
-  histogram arrives within about 2.2–2.5x; both passes (exact histogram) about 7–10x.
+  pass 1 about 2.0–2.7x (more when other processes take the second core: on one core it
+  costs ~2.7x, each 1 MiB block being read once from memory and four more times from L2:
+  min, max, ``== 0``, ``x·x``), the sample about 5–10 ms (0.1–0.2x); every figure with the
+  sampled histogram arrived at 2.5x, 2.7x and 2.9x in three benchmark runs at load averages
+  ~1, ~1.4 and ~3; both passes (exact histogram) about 7.6–8.2x.
 * **Strings**: lengths and previews.
 
 Semantics (pinned by ``tests/test_stats.py``):
