@@ -808,6 +808,15 @@ def more_cases() -> None:
        "a 5000-digit integer in an unknown field")
     at(lambda m: m["functions"][0]["nodes"].append(node("f1", "Relu", ["a"], ["c"])),
        "InvalidModel-function-duplicate-output", "manifest.functions[0].nodes[1].outputs[0]")
+
+    def function_cycle(m):
+        f = m["functions"][0]
+        f["nodes"][0]["inputs"].append("e")  # f0 reads e (from f1), f1 reads c (from f0)
+        f["nodes"].append(node("f1", "Relu", ["c"], ["e"]))
+
+    # DECISION: rule 3 (dependency order, a cycle is an error) holds in function bodies as in graphs.
+    at(function_cycle, "InvalidModel-function-cycle", "manifest.functions[0].nodes[0]",
+       "f0 reads e (from f1), f1 reads c (from f0)")
     at(lambda m: m["graph"]["sparse_initializers"][0]["indices"].__setitem__("dtype", 0),
        "Unsupported-sparse-indices-dtype-0", f"{G}.sparse_initializers[0].indices.dtype")
     at(lambda m: m["graph"]["nodes"][4]["attributes"].append({"name": "tensors", "type": 9, "value": [

@@ -439,3 +439,38 @@ def test_non_object_sparse_initializer_diagnose(tmp_path):
     ps, d = diag(tmp_path, model(graph(sparse_initializers=[5])))
     assert ps == [(Kind.MALFORMED, "manifest.graph.sparse_initializers[0]")]
     assert d.model.graph.sparse_initializers == ()
+
+
+def test_function_nodes_out_of_order_are_sorted_with_a_finding(tmp_path):
+    f = fn(nodes=[node("Relu", ["t"], ["y"], name="second"), node("Neg", ["x"], ["t"], name="first")])
+    doc = read(tmp_path, model(functions=[f]))
+    fun = doc.model.functions[0]
+    assert doc.valid and fun.order == (1, 0)
+    assert [n.name for n in fun.ordered_nodes()] == ["first", "second"]
+    assert [(x.code, x.where) for x in doc.findings] == [("out-of-order", "manifest.functions[0].nodes[0]")]
+
+
+def test_function_nodes_in_order_keep_their_positions(tmp_path):
+    f = fn(nodes=[node("Neg", ["x"], ["t"]), node("Relu", ["t"], ["y"])])
+    doc = read(tmp_path, model(functions=[f]))
+    assert doc.model.functions[0].order == (0, 1) and doc.findings == []
+
+
+def test_function_cycle(tmp_path):
+    f = fn(nodes=[node("Neg", ["x"], ["t"]), node("Add", ["t", "u"], ["v"]), node("Relu", ["v"], ["u"]), node("Neg", ["t"], ["y"])])
+    assert first(tmp_path, model(functions=[f])) == (IV, "manifest.functions[0].nodes[1]")
+    _, d = diag(tmp_path, model(functions=[f]))
+    assert sorted(d.model.functions[0].order) == [0, 1, 2, 3]
+
+
+def test_function_node_reading_its_own_output(tmp_path):
+    f = fn(nodes=[node("Relu", ["x"], ["t"]), node("Add", ["t", "y"], ["y"])])
+    assert first(tmp_path, model(functions=[f])) == (IV, "manifest.functions[0].nodes[1]")
+
+
+def test_function_subgraph_reading_a_later_value_orders_its_node(tmp_path):
+    body = graph(nodes=[node("Identity", ["t"], ["o"])], outputs=[{"name": "o"}])
+    f = fn(nodes=[node("If", ["x"], ["y"], attributes=[{"name": "then_branch", "type": 5, "value": body}]),
+                  node("Neg", ["x"], ["t"])])
+    doc = read(tmp_path, model(functions=[f]))
+    assert doc.model.functions[0].order == (1, 0)

@@ -1067,9 +1067,25 @@ class _Resolver:
             if name in defs:
                 self.bad(Kind.INVALID_MODEL, f"{f.where}.inputs[{i}]", f"{name!r} is defined twice")
             defs[name] = -1
-        self.define_outputs([n.outputs for n in f.nodes], lambda i: f.nodes[i].where, defs, {})
+        producer: dict[str, int] = {}
+        self.define_outputs([n.outputs for n in f.nodes], lambda i: f.nodes[i].where, defs, producer)
+        deps = []
         for node in f.nodes:
-            self.node_refs(node, defs, (), attr_names, domains, None)
+            used = self.node_refs(node, defs, (), attr_names, domains, None)
+            deps.append([producer[x] for x in used if x in producer])
+        # Rule 3 holds in a function body as in a graph: the stable dependency order, a cycle an error.
+        n = len(deps)
+        if all(p < i for i, ps in enumerate(deps) for p in ps):
+            order = tuple(range(n))
+        else:
+            order, cyclic = self.topo(f, deps)
+            if not cyclic and order != tuple(range(n)):
+                first = next(i for i in range(n) if order[i] != i)
+                self.report.finding(
+                    "out-of-order", f.nodes[first].where, _LOCATE,
+                    "function nodes are not stored in dependency order (the reader sorts them)",
+                )
+        object.__setattr__(f, "order", order)
         for a in f.attribute_defaults:
             for sub in a.graphs():
                 self.graph(sub, (defs,), attr_names, domains)
@@ -1226,7 +1242,7 @@ class _Resolver:
             return
         defs[name] = -1
 
-    def topo(self, g: Graph, deps: list) -> tuple[tuple[int, ...], bool]:
+    def topo(self, g: Graph | Function, deps: list) -> tuple[tuple[int, ...], bool]:
         """Kahn's algorithm with a min-heap: the stable dependency order; a cycle is reported."""
         import heapq  # lazily: only for graphs stored out of dependency order
         n = len(deps)

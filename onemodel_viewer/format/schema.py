@@ -434,6 +434,13 @@ class Function:
     nodes: tuple[Node, ...] = ()
     opsets: tuple[OperatorSet, ...] = ()
     where: str = ""
+    order: tuple[int, ...] | None = None
+    """Indices into ``nodes`` in dependency order (section 3 rule 3, as for a graph); None when not resolved."""
+
+    def ordered_nodes(self) -> tuple[Node, ...]:
+        if self.order is None:
+            return tuple(self.nodes)
+        return tuple(self.nodes[i] for i in self.order)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
