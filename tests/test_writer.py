@@ -288,6 +288,42 @@ def test_failure_mid_write_leaves_no_partial_output(tmp_path, monkeypatch, exc):
     assert os.listdir(tmp_path) == ["out.onemodel"]
 
 
+def test_written_bytes_and_the_rename_reach_the_disk_before_write_returns(tmp_path, monkeypatch):
+    synced: list = []
+    real_fsync, real_replace = os.fsync, os.replace
+
+    def fsync(fd):
+        synced.append(os.path.realpath(f"/proc/self/fd/{fd}"))
+        return real_fsync(fd)
+
+    def replace(a, b):
+        synced.append(("replace", os.fspath(b)))
+        return real_replace(a, b)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "replace", replace)
+    dst = tmp_path / "out.onemodel"
+    writer.write(small_model(), dst)
+    assert len(synced) == 3
+    assert synced[0].startswith(str(tmp_path / ".out.onemodel.")) and synced[0].endswith(".tmp")  # the data
+    assert synced[1] == ("replace", str(dst))
+    assert synced[2] == str(tmp_path)  # then the folder that holds the new name
+
+
+def test_a_failing_fsync_leaves_the_destination_as_it_was(tmp_path, monkeypatch):
+    dst = tmp_path / "out.onemodel"
+    dst.write_bytes(b"old")
+
+    def fsync(fd):
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    with pytest.raises(FormatError) as e:
+        writer.write(small_model(), dst)
+    assert e.value.kind is Kind.IO and e.value.where == "destination"
+    assert dst.read_bytes() == b"old" and os.listdir(tmp_path) == ["out.onemodel"]
+
+
 def test_header_fields():
     blob = writer.to_bytes(small_model())
     magic, version, flags, moff, mlen, doff, dlen, flen, res = struct.unpack_from("<8sIIQQQQQQ", blob)

@@ -457,6 +457,9 @@ class atomic_output:
 
     On any exception (KeyboardInterrupt included) the temporary file is removed
     and ``dst`` is left as it was. Yields a binary file object opened for writing.
+    The file's bytes reach the disk (``fsync``) before the rename, and the rename
+    itself (``fsync`` of the folder) before the context exits: after a crash ``dst``
+    holds either the old file or the whole new one, never a torn or empty one.
     """
 
     def __init__(self, dst: str | os.PathLike) -> None:
@@ -476,14 +479,21 @@ class atomic_output:
     def __exit__(self, exc_type, exc, tb) -> bool:
         assert self.file is not None and self.tmp is not None
         try:
+            if exc_type is None:
+                os.fsync(self.file.fileno())
             self.file.close()
         except OSError as e:
             if exc_type is None:
                 exc_type, exc = OSError, e
+            try:
+                self.file.close()
+            except OSError:
+                pass
         if exc_type is None:
             try:
                 os.chmod(self.tmp, 0o666 & ~_umask())
                 os.replace(self.tmp, self.dst)
+                _fsync_folder(os.path.dirname(os.path.abspath(self.dst)))
                 return False
             except OSError as e:
                 self._discard()
@@ -498,6 +508,20 @@ class atomic_output:
             os.unlink(self.tmp)  # type: ignore[arg-type]
         except OSError:
             pass
+
+
+def _fsync_folder(folder: str) -> None:
+    """Make a rename in ``folder`` durable (best effort: some filesystems refuse to sync a folder)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 def _umask() -> int:
