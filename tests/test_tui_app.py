@@ -795,6 +795,39 @@ async def test_stats_cancel_after_sampled_histogram_hides_it(monkeypatch):
 
 
 @aio
+async def test_stats_progress_updates_are_throttled(monkeypatch):
+    """Every progress update repaints the screen: a fast run posts a few, not one per percent."""
+    import onemodel_viewer.analysis.stats as stats_mod
+
+    from onemodel_viewer.tui import stats_panel
+
+    monkeypatch.setattr(stats_panel, "PROGRESS_MIN", 1)
+    real = stats_mod.compute_stats
+
+    def fast(tensor, *, cancel=None, progress=None, **_):
+        for i in range(1001):
+            progress(i, 1000)
+        return real(tensor, cancel=cancel)
+
+    seen = []
+    handler = StatsPanel.on_stats_panel_progress
+
+    def counting(self, m):
+        seen.append(m.pct)
+        handler(self, m)
+
+    monkeypatch.setattr(stats_mod, "compute_stats", fast)
+    monkeypatch.setattr(StatsPanel, "on_stats_panel_progress", counting)
+    app = make_app(str(need(SHOWCASE)))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        app.reveal(app.document.model.graph.initializers[0].where)
+        await settle(pilot)
+        assert app.query_one(StatsPanel).state == "done"
+    assert seen and seen[0] == 0 and seen[-1] == 100 and len(seen) <= 3
+
+
+@aio
 async def test_byte_level_findings_reach_the_tree_and_info_bar():
     """Tensors sharing bytes (readers may disagree) must be shown as findings in the viewer too, not only in --check."""
     path = need(Path(__file__).resolve().parent.parent / "testdata" / "hostile" / "valid-shared-bytes.onemodel")

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import threading
+import time
 from typing import Any
 
 from rich.text import Text
@@ -35,6 +36,10 @@ AUTO_LIMIT = 256 << 20
 
 PROGRESS_MIN = 32 << 20
 """Show the progress bar for tensors of at least this many bytes."""
+
+PROGRESS_INTERVAL = 0.1
+"""Seconds between progress bar updates: each one repaints the screen (~5 ms of the UI thread, which
+the statistics threads then wait for at the GIL), so 1 GiB of float32 no longer pays ~100 repaints."""
 
 
 def fmt_num(v: float | None) -> str:
@@ -98,6 +103,17 @@ class StatsPanel(Vertical):
     StatsPanel > ProgressBar { height: 1; }
     StatsPanel .hidden { display: none; }
     """
+
+    class Progress(Message):
+        """Progress of the run ``run`` (its cancel event): posted from the worker without waiting for the UI."""
+
+        bubble = False
+
+        def __init__(self, tensor: Tensor, pct: int, run: threading.Event) -> None:
+            super().__init__()
+            self.tensor = tensor
+            self.pct = pct
+            self.run = run
 
     class Finished(Message):
         """Statistics of ``tensor`` are ready (``stats``), cancelled, or failed (``error``)."""
@@ -205,13 +221,15 @@ class StatsPanel(Vertical):
     def _compute(self, t: Tensor, ev: threading.Event) -> None:
         from ..analysis.stats import Cancelled, compute_stats
 
-        last = [-1]
+        last = [-1, -math.inf]
 
         def progress(done: int, total: int) -> None:
             pct = int(done * 100 / total) if total else 100
-            if pct != last[0]:
-                last[0] = pct
-                self._post(self._progress, t, pct)
+            now = time.monotonic()
+            if pct != last[0] and (now - last[1] >= PROGRESS_INTERVAL or pct >= 100):
+                last[0], last[1] = pct, now
+                # a message, not call_from_thread: the worker does not wait for the UI
+                self.post_message(self.Progress(t, pct, ev))
 
         try:
             s = compute_stats(t, cancel=ev, progress=progress,
@@ -231,9 +249,10 @@ class StatsPanel(Vertical):
         except Exception:  # app shutting down
             pass
 
-    def _progress(self, t: Tensor, pct: int) -> None:
-        if t is self._tensor:
-            self._part(ProgressBar).update(progress=pct)
+    def on_stats_panel_progress(self, m: "StatsPanel.Progress") -> None:
+        # may arrive after the run ended (results come through call_from_thread): only the running one counts
+        if m.tensor is self._tensor and m.run is self._cancel and self.state == "running":
+            self._part(ProgressBar).update(progress=m.pct)
 
     def _summary(self, t: Tensor, s: Any) -> None:
         """Every figure (with a sampled histogram, or none), shown while the exact histogram pass runs."""
