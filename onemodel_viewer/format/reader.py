@@ -1067,8 +1067,7 @@ class _Resolver:
             if name in defs:
                 self.bad(Kind.INVALID_MODEL, f"{f.where}.inputs[{i}]", f"{name!r} is defined twice")
             defs[name] = -1
-        producer: dict[str, int] = {}
-        self.define_outputs([n.outputs for n in f.nodes], lambda i: f.nodes[i].where, defs, producer)
+        producer = self.define_outputs([n.outputs for n in f.nodes], lambda i: f.nodes[i].where, defs)
         deps = []
         for node in f.nodes:
             used = self.node_refs(node, defs, (), attr_names, domains, None)
@@ -1093,13 +1092,14 @@ class _Resolver:
             if name and name not in defs:
                 self.bad(Kind.INVALID_MODEL, f"{f.where}.outputs[{i}]", f"function output {name!r} is not defined")
 
-    def define_outputs(self, outputs: Sequence, where_of, defs: dict, producer: dict) -> None:
-        """Define each node's outputs (``outputs[i]``: node i's output names); ``where_of(i)``: node i's where."""
-        fast = {o: i for i, outs in enumerate(outputs) for o in outs}
-        if len(fast) == sum(map(len, outputs)) and "" not in fast and fast.keys().isdisjoint(defs):
-            producer.update(fast)  # every output distinct, non-empty and new: nothing to report
-            defs.update(fast)
-            return
+    def define_outputs(self, outputs: Sequence, where_of, defs: dict) -> dict[str, int]:
+        """Define each node's outputs in ``defs`` (``outputs[i]``: node i's output names; ``where_of(i)``:
+        node i's where); return {output name: index of the node that defines it}."""
+        producer = {o: i for i, outs in enumerate(outputs) for o in outs}
+        if len(producer) == sum(map(len, outputs)) and "" not in producer and producer.keys().isdisjoint(defs):
+            defs.update(producer)  # every output distinct, non-empty and new: nothing to report
+            return producer
+        producer = {}
         for i, outs in enumerate(outputs):
             for j, out in enumerate(outs):
                 if out == "":
@@ -1109,6 +1109,7 @@ class _Resolver:
                     continue
                 defs[out] = i
                 producer[out] = i
+        return producer
 
     def node_refs(self, node: Node, defs: dict, outer: tuple, attr_names, domains, free: set | None) -> set:
         """Check a node's inputs, attribute refs, subgraphs and domain; return producers' names it reads."""
@@ -1164,8 +1165,7 @@ class _Resolver:
         nodes = g.nodes
         ins_col, outs_col, doms_col, with_attrs = _node_columns(nodes)
         where_of = _where_of(nodes)
-        producer: dict[str, int] = {}
-        self.define_outputs(outs_col, where_of, defs, producer)
+        producer = self.define_outputs(outs_col, where_of, defs)
         free: set = set()
         # Whole-graph checks at C speed first; only the nodes they flag get the per-node walk
         # (which reports in node order). Typical graphs flag only the nodes with subgraphs/refs.
