@@ -311,6 +311,97 @@ def test_locator_text_and_byte_walks_agree_on_non_ascii():
         assert loc.nearest(where) == M._nearest_bytes(data, M.split_path(where))
 
 
+LOCATOR_FLAGS = [dict(), dict(background=True), dict(unique_keys=True), dict(unique_keys=True, background=True)]
+
+
+@pytest.mark.parametrize("flags", LOCATOR_FLAGS, ids=str)
+def test_locator_modes_agree_with_the_byte_walk_on_every_path(flags):
+    """Every value of a nested document, looked up in a shuffled order, by every Locator mode."""
+    import random
+
+    body = {"nodes": [{"op": "Loop", "inputs": ["a", ""], "attributes": [{"value": {"nodes": [{"op": "C", "x": [1, [2, {"y": "]}"}]]}]}}]},
+                      {"op": "Q\"uote", "inputs": []}], "value_info": {}, "e": [], "n": -1.5e3, "t": True, "z": None}
+    doc = {"graph": body, "functions": [body, {"é": "日本"}], "tail": "x"}
+    data = json.dumps(doc, indent=1, ensure_ascii=False).encode()
+    paths = []
+
+    def walk(v, where):
+        paths.append(where)
+        if isinstance(v, dict):
+            for k, x in v.items():
+                walk(x, M.join(where, k))
+        elif isinstance(v, list):
+            for i, x in enumerate(v):
+                walk(x, f"{where}[{i}]")
+
+    walk(doc, "manifest")
+    paths += ["manifest.graph.nodes[9]", "manifest.graph.missing", "manifest.tail.x", "manifest.graph.nodes.op"]
+    random.Random(7).shuffle(paths)
+    loc = M.Locator(data, **flags)
+    for where in paths:
+        assert loc.nearest(where) == M._nearest_bytes(data, M.split_path(where)), where
+
+
+def test_locator_walks_only_as_far_as_the_lookup_needs():
+    n = 5000
+    data = json.dumps({"a": [{"k": i} for i in range(n)], "b": 1}).encode()
+    loc = M.Locator(data, unique_keys=True, background=True)
+    s, e, _ = loc.nearest("manifest.a[10].k")
+    assert data[s:e] == b"10"
+    array = loc._members[data.index(b"[")]
+    assert len(array.spans) == 11 and not array.done  # elements 11.. not read yet
+    assert loc.nearest("manifest.a[3]")[2] == "manifest.a[3]"
+    assert len(array.spans) == 11  # cached
+    top = loc._members[0]
+    assert list(top.keys) == ["a"] and not top.done  # "b" not reached: "a"'s end never measured
+    assert data.index(b"[") not in loc._ends
+    assert data[slice(*loc.nearest("manifest.b")[:2])] == b"1"
+    assert top.done is False and list(top.keys) == ["a", "b"]
+
+
+def test_locator_without_unique_keys_reads_objects_to_the_end():
+    data = b'{"a":1,"b":[1,2],"a":22}'
+    for flags in LOCATOR_FLAGS:
+        expect = (5, 6) if flags.get("unique_keys") else (21, 23)  # the promise is the caller's to keep
+        assert M.Locator(data, **flags).nearest("manifest.a")[:2] == expect
+
+
+@pytest.mark.parametrize("flags", LOCATOR_FLAGS, ids=str)
+@pytest.mark.parametrize(
+    "data",
+    [b'{"a":[1,2', b'{"a":[{"x":"]"', b'{"a":{"b":[1,}}', b'{"a":[1 2]}', b'{"a" 1}', b'{"a":"unterminated', b'{"a":[}', b'{"a":[1]]]'],
+)
+def test_locator_modes_on_broken_json_never_raise(flags, data):
+    loc = M.Locator(data, **flags)
+    for where in ("manifest.a[1]", "manifest.a", "manifest.a.b", "manifest"):
+        got = loc.nearest(where)
+        assert got is None or (0 <= got[0] <= got[1] <= len(data))
+
+
+def test_background_locator_never_holds_the_interpreter_long():
+    """A look-up inside a huge array in a thread: the main thread keeps getting turns."""
+    import threading
+
+    data = json.dumps({"graph": {"nodes": [{"op": "Relu", "inputs": [f"v{i}"], "outputs": [f"v{i + 1}"]} for i in range(200_000)]},
+                       "functions": [1]}, separators=(",", ":")).encode()
+    loc = M.Locator(data, unique_keys=True, background=True)
+    out: dict = {}
+    t = threading.Thread(target=lambda: out.setdefault("r", loc.nearest("manifest.graph")))
+    gaps = []
+    t.start()
+    last = time.perf_counter()
+    while t.is_alive():
+        time.sleep(0.001)
+        now = time.perf_counter()
+        gaps.append(now - last)
+        last = now
+    t.join()
+    assert out["r"][2] == "manifest.graph" and out["r"][1] == len(data) - len(',"functions":[1]}')
+    # the C scanner would hold the interpreter for the whole graph (~100 ms here); the bracket
+    # scan hands it over every switch interval (5 ms). Generous bound for a loaded machine.
+    assert max(gaps) < 0.08, max(gaps)
+
+
 def test_has_minus_zero_prefilter():
     from onemodel_viewer.format.manifest import _has_minus_zero
 

@@ -396,21 +396,51 @@ def _child(data: bytes, start: int, step: str | int) -> tuple[int, int] | None:
     return found
 
 
-class Locator:
-    """Finds values by manifest path in one manifest, caching each array's and object's members.
+_TO_BRACKET = _LazyRe(r'(?:[^"\[\]{}]+|"[^"\\]*(?:\\.[^"\\]*)*")*[\[\]{}]', re.S)
+"""Everything up to and including the next bracket outside strings (strings skipped whole)."""
 
-    Valid UTF-8 JSON is walked with the C scanner (siblings are skipped at parser speed, each
-    container's member spans computed once); anything else with a forward-only byte scanner.
+
+class _Members:
+    """What a :class:`Locator` knows of one array or object: member spans found so far, where to go on."""
+
+    __slots__ = ("array", "spans", "keys", "pos", "done")
+
+    def __init__(self, array: bool, pos: int) -> None:
+        self.array = array
+        self.spans: list[list[int]] = []
+        """[value start, value end or -1 (not measured yet)], in stored order."""
+        self.keys: dict[str, int] = {}
+        """Objects: key -> index into ``spans`` (the last duplicate once seen)."""
+        self.pos = pos
+        """Where the next member starts (after the previous one's value has been skipped)."""
+        self.done = False
+
+
+class Locator:
+    """Finds values by manifest path in one manifest, walking only as far as each look-up needs.
+
+    Valid UTF-8 JSON is walked as text: an array's elements are skipped one by one up to the
+    requested index, an object's members up to the requested key (with ``unique_keys``, the
+    caller's promise that no object repeats a key, the walk stops at the first match; otherwise
+    it reads on to the object's end, as the last duplicate wins in ``json``). What was walked is
+    remembered, so later look-ups continue from there. Values are skipped with the C scanner;
+    with ``background`` (a viewer's worker thread) an object member's value (which may be a
+    whole graph) is skipped by a bracket scan in Python instead, which never holds the
+    interpreter for long, so the UI thread keeps running. Anything that is not JSON enough
+    falls back to a forward-only byte scanner.
     """
 
-    def __init__(self, data: bytes) -> None:
+    def __init__(self, data: bytes, *, unique_keys: bool = False, background: bool = False) -> None:
         self.data = data
+        self.unique_keys = unique_keys
+        self.background = background
         try:
             self.text: str | None = data.decode("utf-8")
         except UnicodeDecodeError:
             self.text = None
         self.ascii = self.text is not None and self.text.isascii()
-        self._members: dict[int, object] = {}
+        self._members: dict[int, _Members] = {}
+        self._ends: dict[int, int] = {}
         self._blocks: list[int] | None = None
         self._scan = _json_scanner.make_scanner(_json_decoder.JSONDecoder())
 
@@ -419,15 +449,11 @@ class Locator:
         if steps is None:
             return None
         if self.text is not None:
-            old = sys.getrecursionlimit()
             try:
-                sys.setrecursionlimit(max(old, _frame_depth() + 2 * MAX_DEPTH + 64))
                 found = self._nearest_text(steps)
-            except (ValueError, StopIteration, RecursionError):
-                self.text = None  # not JSON enough for the scanner: walk the bytes from now on
+            except (ValueError, IndexError, StopIteration, RecursionError):
+                self.text = None  # not JSON enough: walk the bytes from now on
                 found = False
-            finally:
-                sys.setrecursionlimit(old)
             if found is not False:
                 if found is None:
                     return None
@@ -456,65 +482,108 @@ class Locator:
         pos = _json_decoder.WHITESPACE.match(text, 0).end()
         if not text.startswith("{", pos):
             return None
-        span = (pos, -1)
         path = "manifest"
         for step in steps:
-            nxt = self._child(span[0], step)
+            nxt = self._child(pos, step)
             if nxt is None:
                 break
-            span = nxt
+            pos = nxt
             path = f"{path}[{step}]" if isinstance(step, int) else join(path, step)
-        if span[1] < 0:
-            span = (span[0], self._scan(text, span[0])[1])
-        return span[0], span[1], path
+        return pos, self._end(pos), path
 
-    def _child(self, start: int, step):
-        members = self._members.get(start)
-        if members is None:
-            members = self._collect(start)
-            self._members[start] = members
-        if isinstance(step, int):
-            return members[step] if type(members) is list and step < len(members) else None
-        return members.get(step) if type(members) is dict else None
-
-    def _collect(self, start: int):
-        """Member spans of the array (list) or object (dict, last duplicate wins) at ``start``."""
-        text, scan = self.text, self._scan
-        ws = _json_decoder.WHITESPACE.match
-        n = len(text)
+    def _child(self, start: int, step) -> int | None:
+        """Start of member ``step`` (index or key) of the container at ``start``, or None."""
+        text = self.text
         c = text[start]
-        if c == "[":
-            out: list = []
-            pos = ws(text, start + 1).end()
-            if text.startswith("]", pos):
-                return out
-            while pos < n:
-                _v, end = scan(text, pos)
-                out.append((pos, end))
-                pos = ws(text, end).end()
-                if not text.startswith(",", pos):
-                    break
-                pos = ws(text, pos + 1).end()
-            return out
-        if c != "{":
+        if isinstance(step, int) != (c == "["):
             return None
-        obj: dict = {}
-        pos = ws(text, start + 1).end()
-        if text.startswith("}", pos):
-            return obj
-        while pos < n and text.startswith('"', pos):
+        if c != "[" and c != "{":
+            return None
+        m = self._members.get(start)
+        if m is None:
+            m = self._members[start] = _Members(c == "[", start + 1)
+        if m.array:
+            while len(m.spans) <= step and not m.done:
+                self._next(m)
+            return m.spans[step][0] if step < len(m.spans) else None
+        if self.unique_keys:
+            k = m.keys.get(step)
+            if k is not None:
+                return m.spans[k][0]
+            while not m.done:
+                if self._next(m) == step:
+                    return m.spans[-1][0]
+            return None
+        while not m.done:
+            self._next(m)
+        k = m.keys.get(step)
+        return m.spans[k][0] if k is not None else None
+
+    def _next(self, m: _Members):
+        """Read one more member of ``m`` (skipping the previous member's value first); its key for objects."""
+        text = self.text
+        ws = _json_decoder.WHITESPACE.match
+        if m.spans:  # step over the previous value, then ',' or the closing bracket
+            pos = ws(text, self._end(m.spans[-1][0], m.array)).end()
+            if text.startswith(",", pos):
+                pos += 1
+            elif text.startswith("]" if m.array else "}", pos):
+                m.done = True
+                return None
+            else:
+                raise ValueError("expected ',' or a closing bracket")
+        else:
+            pos = m.pos
+        pos = ws(text, pos).end()
+        if not m.spans and text.startswith("]" if m.array else "}", pos):
+            m.done = True
+            return None
+        key = None
+        if not m.array:
+            if not text.startswith('"', pos):
+                raise ValueError("expected a key")
             key, pos = _json_decoder.scanstring(text, pos + 1)
             pos = ws(text, pos).end()
             if not text.startswith(":", pos):
-                break
+                raise ValueError("expected ':'")
             pos = ws(text, pos + 1).end()
-            _v, end = scan(text, pos)
-            obj[key] = (pos, end)
-            pos = ws(text, end).end()
-            if not text.startswith(",", pos):
-                break
-            pos = ws(text, pos + 1).end()
-        return obj
+            m.keys[key] = len(m.spans)
+        if pos >= len(text):
+            raise ValueError("truncated")
+        m.spans.append([pos, -1])
+        m.pos = pos
+        return key
+
+    def _end(self, pos: int, element: bool = False) -> int:
+        """End of the value starting at ``pos`` (cached). ``element``: an array element (expected small)."""
+        end = self._ends.get(pos)
+        if end is not None:
+            return end
+        text = self.text
+        c = text[pos]
+        if (c == "[" or c == "{") and self.background and not element:
+            depth = 0
+            match = _TO_BRACKET.match
+            p = pos
+            while True:
+                m = match(text, p)
+                if m is None:
+                    raise ValueError("unbalanced brackets")
+                p = m.end()
+                ch = text[p - 1]
+                if ch == "[" or ch == "{":
+                    depth += 1
+                else:
+                    depth -= 1
+                    if depth == 0:
+                        end = p
+                        break
+        elif c == '"':
+            end = _json_decoder.scanstring(text, pos + 1)[1]
+        else:
+            end = self._scan(text, pos)[1]
+        self._ends[pos] = end
+        return end
 
 
 def _nearest_bytes(data: bytes, steps: list) -> tuple[int, int, str] | None:

@@ -397,7 +397,13 @@ class OneModelApp(App[int]):
                     data = doc.storage.read(m0, mlen)
                     from ..format.manifest import Locator
 
-                    self._locator = Locator(data)
+                    # a diagnose open that parsed the manifest has looked for duplicate keys: with
+                    # none, a look-up may stop at the first match (no need to skip a whole graph)
+                    unique = (
+                        doc.mode == "diagnose" and doc.model is not None
+                        and not any(f.code == "duplicate-key" for f in doc.findings)
+                    )
+                    self._locator = Locator(data, unique_keys=unique, background=True)
                     self._locator_doc = doc
                 locator = self._locator
                 if self.current is None or self.current.where != where:
