@@ -33,7 +33,7 @@ from __future__ import annotations
 import bisect
 import os
 import threading
-from dataclasses import dataclass, field
+from ..format.records import field, record
 
 from ..format.document import HEADER_SIZE, Document
 from ..format.errors import Finding, FormatError
@@ -48,7 +48,7 @@ CHUNK = 1 << 20
 MAX_FINDINGS_PER_CODE = 100
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Extent:
     """A byte range ``[start, end)`` of the file and what owns it."""
 
@@ -73,7 +73,7 @@ class Extent:
 _Extent = fast_constructor(Extent)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Layout:
     extents: tuple[Extent, ...]
     """Non-empty extents, sorted, covering ``[0, size)`` without overlap."""

@@ -6,7 +6,7 @@ imported only when values are decoded, so reading a manifest stays cheap.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from .records import record
 from functools import cache
 from typing import TYPE_CHECKING
 
@@ -16,7 +16,7 @@ if TYPE_CHECKING:  # pragma: no cover
 STRING = 8
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class DType:
     """One element type of section 2.5."""
 

@@ -15,7 +15,7 @@ stable ``code``.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from .records import record
 
 
 class Kind(str, enum.Enum):
@@ -34,7 +34,7 @@ class Kind(str, enum.Enum):
         return self.value
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Problem:
     """One reason a file is not a valid model."""
 
@@ -51,7 +51,7 @@ class Problem:
         return {"kind": self.kind.value, "where": self.where, "offset": self.offset, "message": self.message}
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Finding:
     """Something worth seeing that does not make the file invalid."""
 

@@ -61,7 +61,6 @@ Findings reported at open time (cheap): ``wide-data-offset``, ``missing-graph-ar
 
 from __future__ import annotations
 
-import dataclasses
 import gc
 import itertools
 import operator
@@ -75,6 +74,7 @@ from . import manifest as _manifest
 from .document import HEADER_SIZE, Document
 from .dtypes import DTYPES, STRING
 from .errors import Finding, FormatError, Kind, Problem
+from .records import MISSING, record_fields
 from .schema import (
     Attribute,
     AttrType,
@@ -123,36 +123,34 @@ BULK_NODES = 32
 
 # ---------------------------------------------------------------------------------------------
 # fast record construction: a mutable twin with the same slots, re-classed after __init__
-# (a frozen dataclass's __init__ pays object.__setattr__ per field: ~9x slower for a Node)
+# (a frozen record's __init__ pays object.__setattr__ per field: ~9x slower for a Node)
 
 
 def fast_constructor(cls):
-    """A constructor for a frozen slotted dataclass ``cls`` that skips ``object.__setattr__``.
+    """A constructor for a frozen slotted record ``cls`` that skips ``object.__setattr__``.
 
     It builds a mutable twin class with the same slots, sets the fields, then re-classes the
     instance to ``cls``: the result is an ordinary ``cls`` instance (frozen, same repr/eq), built
     ~9x faster. Falls back to ``cls`` itself when the twin is not layout-compatible.
     """
-    fields = dataclasses.fields(cls)
-    names = tuple(f.name for f in fields)
+    fields = record_fields(cls)
+    names = tuple(name for name, _default in fields)
     if getattr(cls, "__slots__", None) != names:  # pragma: no cover - schema changed shape
         return cls
     ns: dict = {"_cls": cls}
     params = []
-    for f in fields:
-        if f.default is not dataclasses.MISSING:
-            ns[f"_d_{f.name}"] = f.default
-            params.append(f"{f.name}=_d_{f.name}")
-        elif f.default_factory is not dataclasses.MISSING:  # pragma: no cover
-            return cls
+    for name, default in fields:
+        if default is not MISSING:
+            ns[f"_d_{name}"] = default
+            params.append(f"{name}=_d_{name}")
         else:
-            params.append(f.name)
+            params.append(name)
     body = "".join(f"    self.{n} = {n}\n" for n in names)
     src = f"def __init__(self, {', '.join(params)}):\n{body}    self.__class__ = _cls\n"
-    exec(src, ns)  # noqa: S102 - generated from the dataclass's own field names
+    exec(src, ns)  # noqa: S102 - generated from the record's own field names
     twin = type(f"_{cls.__name__}Maker", (), {"__slots__": names, "__init__": ns["__init__"]})
     try:
-        probe = twin(**{f.name: None for f in fields if f.default is dataclasses.MISSING})
+        probe = twin(**{name: None for name, default in fields if default is MISSING})
         if type(probe) is not cls:  # pragma: no cover
             return cls
     except TypeError:  # pragma: no cover - layouts not compatible on this Python
