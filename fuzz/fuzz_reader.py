@@ -92,6 +92,39 @@ def _compute_stats(tensor):
     return compute_stats(tensor)
 
 
+def _node_facts(model) -> list:
+    """Every node of every graph and function (building lazy node lists), as comparable tuples."""
+    from onemodel_viewer.format.schema import walk_graphs
+
+    out = []
+    graphs = list(walk_graphs(model.graph)) + [g for f in model.functions for n in f.nodes for a in n.attributes for g in a.graphs()]
+    for g in graphs:
+        out.append((g.where, g.order, [(n.where, n.op, n.name, n.domain, n.inputs, n.outputs, len(n.attributes)) for n in g.nodes]))
+    for f in model.functions:
+        out.append((f.where, f.order, [(n.where, n.op, n.inputs, n.outputs) for n in f.nodes]))
+    return out
+
+
+def _same_when_every_graph_is_lazy(path: str, doc) -> None:
+    """The lazily built node lists (``reader.BULK_NODES``) change nothing a reader reports."""
+    from onemodel_viewer import format as omf
+    from onemodel_viewer.format import reader
+
+    saved = reader.BULK_NODES
+    reader.BULK_NODES = 1
+    try:
+        lazy = omf.open(path, mode="diagnose")
+    finally:
+        reader.BULK_NODES = saved
+    try:
+        assert lazy.problems == doc.problems, (lazy.problems[:3], doc.problems[:3])
+        assert lazy.findings == doc.findings, (lazy.findings[:3], doc.findings[:3])
+        if doc.model is not None:
+            assert _node_facts(lazy.model) == _node_facts(doc.model)
+    finally:
+        lazy.close()
+
+
 def exercise(data: bytes, *, check_cli: bool = True, diff: bool = True) -> str:
     """Run every consumer of untrusted bytes on ``data``; return a short outcome label.
 
@@ -133,6 +166,7 @@ def exercise(data: bytes, *, check_cli: bool = True, diff: bool = True) -> str:
             assert doc.problems, "strict raised, diagnose found nothing"
             assert doc.problems[0].kind.value == outcome
         _touch_tensors(doc)
+        _same_when_every_graph_is_lazy(path, doc)
     finally:
         doc.close()
     if check_cli:
