@@ -180,7 +180,11 @@ def test_plain_nodes_wait_and_nodes_with_tensors_are_built_at_open(big):
     assert [g for g in walk_graphs(big.model.graph)] == [big.model.graph]
     assert [n.where for n in nodes_with_contents(nodes)] == ["manifest.graph.nodes[22]"]
     assert nodes.where_of(5) == "manifest.graph.nodes[5]"
+    assert nodes[3].name == "n3" and nodes[-1].name == "n39"  # one record each
+    with pytest.raises(IndexError):
+        nodes[40]
     assert not nodes.built  # none of that built the list
+    assert sorted(nodes.built_at_open()) == [3, 22, 39]
 
 
 def test_checks_of_check_do_not_build_the_records(tmp_path, monkeypatch):

@@ -343,7 +343,9 @@ class NodeList(Sequence):
     def __bool__(self) -> bool:
         return self._n > 0
 
-    def __getitem__(self, i):  # int -> Node, slice -> tuple
+    def __getitem__(self, i):  # int -> Node (that record only, if not built yet), slice -> tuple
+        if isinstance(i, int):
+            return self.node_at(i)
         return self._all()[i]
 
     def __iter__(self) -> Iterator["Node"]:
