@@ -60,3 +60,25 @@ def test_open_does_not_unfreeze_the_callers_frozen_objects(tmp_path):
     finally:
         gc.unfreeze()
     del keep
+
+
+def test_building_a_lazy_node_list_pauses_and_restores_the_gc(tmp_path):
+    path = _file(tmp_path)
+    code = (
+        "import gc, sys\n"
+        "from onemodel_viewer import format as omf\n"
+        "doc = omf.open(sys.argv[1])\n"
+        "nodes = doc.model.graph.nodes\n"
+        "assert type(nodes).__name__ == 'NodeList' and not nodes.built\n"
+        "gc.collect()\n"
+        "built = tuple(nodes)\n"
+        "print(gc.isenabled(), gc.get_count()[0], gc.get_freeze_count(), len(built))\n"
+        "gc.disable()\n"
+        "doc2 = omf.open(sys.argv[1])\n"
+        "tuple(doc2.model.graph.nodes)\n"
+        "print(gc.isenabled())\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, check=True).stdout.split()
+    enabled, young, frozen, nodes, still_disabled = out
+    assert enabled == "True" and int(young) < 100 and int(frozen) == 0 and int(nodes) == 300
+    assert still_disabled == "False"  # a caller's disabled GC stays disabled

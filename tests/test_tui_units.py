@@ -180,3 +180,25 @@ def test_search_index_finds_ops_and_names():
     assert hits and all(w.startswith("manifest.") for w, _ in hits)
     assert idx.find("embed.tokens")[0][1] == "tensor embed.tokens"
     assert idx.find("   ") == []
+
+
+@pytest.mark.parametrize(
+    "path",
+    sorted(p for p in (Path(__file__).parent.parent / "testdata").glob("*/*") if p.suffix in (".onemodel", ".onnx")),
+    ids=lambda p: f"{p.parent.name}/{p.name}",
+)
+def test_search_index_order_is_the_where_order(path):
+    """The index is built in the order a sort by path gives, without sorting (every bundled file)."""
+    from onemodel_viewer.tui.app import SearchIndex, _where_key
+
+    doc = omf.open(str(path), mode="diagnose")
+    try:
+        items = SearchIndex(doc).items
+        assert items == sorted(items, key=lambda it: _where_key(it[1]))
+        if doc.model is not None:
+            from onemodel_viewer.format.schema import walk_graphs
+
+            nodes = sum(len(g.nodes) for g in walk_graphs(doc.model.graph))
+            assert sum(1 for _h, w, _d in items if ".nodes[" in w and w.endswith("]") and "attributes" not in w.rsplit(".nodes[", 1)[1]) >= nodes
+    finally:
+        doc.close()
