@@ -845,3 +845,32 @@ async def test_byte_level_findings_reach_the_tree_and_info_bar():
         assert group.label.plain.startswith(f"findings ({len(codes)})")
         kids = tree.populate(tree.node_for(group))
         assert any("shared-bytes" in k.label.plain for k in kids)
+
+
+@aio
+async def test_external_data_tensor_shows_its_own_file_in_the_hex_pane():
+    path = need(VALID / "external.onnx")
+    app = make_app(str(path))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        hexv = app.query_one(HexView)
+        main_size = hexv.file_size
+        assert main_size == path.stat().st_size
+        t = app.document.model.graph.initializers[1]  # ext_b: bytes 2048..2080 of external.onnx.data
+        app.reveal(t.where)
+        await settle(pilot)
+        data = path.with_name("external.onnx.data")
+        assert hexv.file_size == data.stat().st_size
+        assert hexv.cursor == t.file_offset == 2048
+        assert hexv.highlight == (2048, 2048 + t.length)
+        assert "external.onnx.data" in plain(hexv.border_title)
+        assert app.owner_at(2048 + 5) == "tensor ext_b +5"
+        row = 2048 // hexv.bytes_per_line - int(hexv.scroll_offset.y)
+        line = "".join(seg.text for seg in hexv.render_line(row))
+        first = data.read_bytes()[2048:2052]
+        assert " ".join(f"{b:02x}" for b in first) in line  # the pane shows the data file's bytes
+        app.reveal(app.document.model.graph.nodes[0].where)  # anything else: back to the .onnx file
+        await settle(pilot)
+        assert hexv.file_size == main_size
+        assert "external.onnx.data" not in plain(hexv.border_title)
+        assert app.owner_at(0) == "onnx protobuf +0"

@@ -178,6 +178,10 @@ class OneModelApp(App[int]):
         self.current: Entry | None = None
         """The entry shown in the detail pane."""
         self.bytemap: ByteMap | None = None
+        """The map of the document's own file."""
+        self._hex_external: ByteMap | None = None
+        """The map the hex pane shows instead, while an ONNX external data tensor is selected."""
+        self._external_maps: dict[str, tuple[Storage, ByteMap]] = {}
         self._counts: tuple[Document, int, int] | None = None
         """(document, tensors, nodes) shown in the info bar."""
         self._first_screen_shown = False
@@ -270,6 +274,8 @@ class OneModelApp(App[int]):
                 except FormatError:
                     storage = None
         self._hex_storage = storage
+        self._hex_external = None
+        self._external_maps = {}
         self._watch_storage(doc, storage)
         hexv.set_source(storage, self.bytemap, size=storage.size if storage is not None else 0)
         self.query_one(StatsPanel).clear_cache()
@@ -384,16 +390,20 @@ class OneModelApp(App[int]):
         if entry.kind == "tensor" and isinstance(obj, Tensor):
             stats.remove_class("hidden")
             stats.show_tensor(obj)
-            if obj.file_offset is not None and not obj.is_string and self._tensor_in_hex(obj):
+            if obj.file_offset is not None and not obj.is_string and (
+                self._show_hex_file(None) if self._tensor_in_hex(obj) else self._show_hex_file(obj)
+            ):
                 if obj.length > 0:
                     hexv.goto(obj.file_offset, obj.length)
                 else:
                     hexv.set_highlight(None)
                     hexv.goto(obj.file_offset)
+                self._update_hex_title(hexv.cursor)
                 return
         else:
             stats.show_tensor(None)
             stats.add_class("hidden")
+        self._show_hex_file(None)
         if entry.kind == "header" and isinstance(obj, tuple):
             hexv.goto(obj[1], obj[2])
             return
@@ -409,6 +419,34 @@ class OneModelApp(App[int]):
                 self._locate_timer.stop()
             where = entry.where
             self._locate_timer = self.set_timer(LOCATE_DELAY, lambda: self._locate(where))
+
+    def _show_hex_file(self, t: Tensor | None) -> bool:
+        """Point the hex pane at the external data file holding ``t`` (None: back to the document's file).
+
+        False when ``t``'s bytes are in no file the pane can show (memory, a file that cannot be mapped).
+        """
+        hexv = self.query_one(HexView)
+        if t is None:
+            if self._hex_external is not None:
+                self._hex_external = None
+                storage = self._hex_storage
+                hexv.set_source(storage, self.bytemap, size=storage.size if storage is not None else 0)
+                self._update_hex_title(hexv.cursor)
+            return True
+        storage = t.storage
+        path = getattr(storage, "path", None)
+        if path is None or not hasattr(storage, "size") or self.document is None or self.document.model is None:
+            return False
+        key = os.path.abspath(path)
+        known = self._external_maps.get(key)
+        if known is None:
+            from ..format.schema import all_tensors
+
+            known = self._external_maps[key] = (storage, ByteMap.for_external_file(path, storage.size, all_tensors(self.document.model)))
+        if self._hex_external is not known[1]:
+            self._hex_external = known[1]
+            hexv.set_source(known[0], known[1], size=known[0].size)
+        return True
 
     def _tensor_in_hex(self, t: Tensor) -> bool:
         from .bytemap import in_file
@@ -484,12 +522,17 @@ class OneModelApp(App[int]):
     def _update_hex_title(self, offset: int) -> None:
         hexv = self.query_one(HexView)
         t = Text("Hex ")
+        ext = self._hex_external
+        if ext is not None and ext.path:
+            t.append_text(safe_text(os.path.basename(ext.path), style="bold yellow", limit=40))
+            t.append(" ")
         t.append(f"0x{offset:x}", style="bold")
         t.append(f" ({offset:,})", style="dim")
         hexv.border_title = t
-        owner = self.bytemap.owner_at(offset) if self.bytemap is not None and hexv.file_size else ""
+        bm = ext if ext is not None else self.bytemap
+        owner = bm.owner_at(offset) if bm is not None and hexv.file_size else ""
         doc = self.document
-        if owner.startswith("header.") and doc is not None and doc.header is not None:
+        if owner.startswith("header.") and doc is not None and doc.header is not None and ext is None:
             region = self.bytemap.base_at(offset)
             value = getattr(doc.header, region.name, None) if region is not None else None
             if isinstance(value, int):
@@ -500,7 +543,8 @@ class OneModelApp(App[int]):
 
     def owner_at(self, offset: int) -> str:
         """What owns the byte at ``offset`` (plain text, made visible)."""
-        return safe_str(self.bytemap.owner_at(offset), 200) if self.bytemap is not None else ""
+        bm = self._hex_external if self._hex_external is not None else self.bytemap
+        return safe_str(bm.owner_at(offset), 200) if bm is not None else ""
 
     # ------------------------------------------------------------------ actions
     def action_focus_hex(self) -> None:

@@ -80,6 +80,32 @@ class ByteMap:
                 if not in_file(t, doc):
                     continue
                 tensors.append(Region(t.file_offset, t.file_offset + t.length, "tensor", t.name, t, len(tensors)))
+        self._index(base, tensors)
+
+    @classmethod
+    def for_external_file(cls, path: str, size: int, tensors: list[Tensor]) -> "ByteMap":
+        """The map of an ONNX external data file: the tensors of ``tensors`` whose bytes are in it."""
+        self = cls.__new__(cls)
+        self.size = size
+        self.path = path
+        base = [Region(0, size, "external", os.path.basename(path))] if size else []
+        regions: list[Region] = []
+        seen: set[int] = set()
+        target = os.path.abspath(path)
+        for t in tensors:
+            p = getattr(t.storage, "path", None)
+            if (id(t) in seen or t.is_string or t.file_offset is None or t.length <= 0 or p is None
+                    or os.path.abspath(p) != target):
+                continue
+            seen.add(id(t))
+            regions.append(Region(t.file_offset, t.file_offset + t.length, "tensor", t.name, t, len(regions)))
+        self._index(base, regions)
+        return self
+
+    path: str | None = None
+    """The file the map describes when it is not the document's own (external data)."""
+
+    def _index(self, base: list[Region], tensors: list[Region]) -> None:
         base.sort(key=lambda r: r.start)
         tensors.sort(key=lambda r: (r.start, r.end))
         self.base = base
@@ -126,6 +152,8 @@ class ByteMap:
             return f"header.{b.name} +{offset - b.start}"
         if b.kind == "data":
             return "data region: gap (no tensor)"
+        if b.kind == "external":
+            return f"{b.name} +{offset:,} (no tensor)"
         return f"{b.name} +{offset - b.start:,}"
 
     def sharing(self, t: Tensor) -> list[Tensor]:

@@ -229,7 +229,7 @@ class HexView(ScrollView, can_focus=True):
         keys: list[str] = []
         if bm is not None:
             for r0, r1, (kind, idx) in bm.runs(start, end):
-                name = {"tensor": "tensor-a" if idx == 0 else "tensor-b"}.get(kind, kind)
+                name = {"tensor": "tensor-a" if idx == 0 else "tensor-b", "external": "data"}.get(kind, kind)
                 if name not in st:
                     name = "none"
                 keys.extend([name] * (r1 - r0))
