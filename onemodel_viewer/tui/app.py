@@ -287,7 +287,10 @@ class OneModelApp(App[int]):
 
     @work(thread=True, exclusive=True, group="search-index", exit_on_error=False)
     def _prepare_search(self, doc: Document) -> None:
-        """Build the search index off the UI thread (~0.3 s for 100,000 nodes), so `/` answers at once."""
+        """Build the main graph's facts (producers, consumers, types: the node list and the detail pane
+        need them) and the search index off the UI thread, so opening the nodes and `/` answer at once."""
+        if doc.model is not None:
+            self.facts.of(doc.model.graph)
         index = SearchIndex(doc)
         try:
             self.call_from_thread(self._set_search_index, doc, index)

@@ -10,6 +10,7 @@ links find their way back into the tree (:func:`path_to`).
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -151,11 +152,21 @@ class Facts:
 
     def __init__(self) -> None:
         self._cache: dict[int, tuple[Graph, GraphFacts]] = {}
+        self._lock = threading.Lock()
 
     def of(self, g: Graph) -> GraphFacts:
+        """The facts of ``g``, computed once (thread-safe: the viewer computes the main graph's in a
+        worker after the first screen; a UI request meanwhile waits for that result)."""
         hit = self._cache.get(id(g))
         if hit is not None and hit[0] is g:
             return hit[1]
+        with self._lock:
+            hit = self._cache.get(id(g))
+            if hit is not None and hit[0] is g:
+                return hit[1]
+            return self._compute(g)
+
+    def _compute(self, g: Graph) -> GraphFacts:
         types: dict[str, Any] = {}
         where: dict[str, str] = {}
         init: dict[str, Tensor] = {}
