@@ -412,3 +412,24 @@ def test_has_minus_zero_prefilter():
     assert not _has_minus_zero(b"abc-")
     many = b"-1" * 5000
     assert not _has_minus_zero(many) and _has_minus_zero(many + b"-0") and _has_minus_zero(b"-0" + many)
+
+
+def test_background_locator_gives_up_when_its_caller_moves_on():
+    data = json.dumps({"graph": {"nodes": [{"op": "Relu", "inputs": [f"v{i}"]} for i in range(50_000)]}, "tail": 1},
+                      separators=(",", ":")).encode()
+    loc = M.Locator(data, unique_keys=True, background=True)
+    asked = []
+
+    def cancelled() -> bool:
+        asked.append(1)
+        return len(asked) >= 2
+
+    with pytest.raises(M.LookupCancelled):
+        loc.nearest("manifest.tail", cancelled=cancelled)  # skipping the graph is a long bracket scan
+    assert len(asked) == 2
+    # what was walked stays usable: the same look-up, not cancelled, finishes and agrees with the byte walk
+    assert loc.nearest("manifest.tail", cancelled=lambda: False) == M._nearest_bytes(data, ["tail"])
+    with pytest.raises(M.LookupCancelled):  # a long walk along an array asks too
+        M.Locator(data, unique_keys=True, background=True).nearest("manifest.graph.nodes[40000]", cancelled=lambda: True)
+    # the C-scanner mode (reader, CLI) never asks
+    assert M.Locator(data).nearest("manifest.graph.nodes[40000]", cancelled=lambda: True)[2] == "manifest.graph.nodes[40000]"

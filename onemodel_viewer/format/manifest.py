@@ -36,6 +36,8 @@ from __future__ import annotations
 import json
 import re
 import sys
+import time
+from typing import Callable
 from itertools import accumulate as _accumulate
 from itertools import repeat as _repeat
 from operator import itemgetter as _itemgetter
@@ -400,6 +402,10 @@ _TO_BRACKET = _LazyRe(r'(?:[^"\[\]{}]+|"[^"\\]*(?:\\.[^"\\]*)*")*[\[\]{}]', re.S
 """Everything up to and including the next bracket outside strings (strings skipped whole)."""
 
 
+class LookupCancelled(Exception):
+    """A background :meth:`Locator.nearest` stopped because its caller no longer wants the answer."""
+
+
 class _Members:
     """What a :class:`Locator` knows of one array or object: member spans found so far, where to go on."""
 
@@ -441,14 +447,21 @@ class Locator:
         self.ascii = self.text is not None and self.text.isascii()
         self._members: dict[int, _Members] = {}
         self._ends: dict[int, int] = {}
+        self._cancelled: Callable[[], bool] | None = None
         self._blocks: list[int] | None = None
         self._scan = _json_scanner.make_scanner(_json_decoder.JSONDecoder())
 
-    def nearest(self, where: str) -> tuple[int, int, str] | None:
+    def nearest(self, where: str, cancelled: Callable[[], bool] | None = None) -> tuple[int, int, str] | None:
+        """(start, end, path) of the deepest value on the way to ``where`` (byte offsets in the manifest).
+
+        ``cancelled`` (background mode): polled during long scans; when it returns True the
+        look-up stops with :class:`LookupCancelled` (what was walked stays cached).
+        """
         steps = split_path(where)
         if steps is None:
             return None
         if self.text is not None:
+            self._cancelled = cancelled
             try:
                 found = self._nearest_text(steps)
             except (ValueError, IndexError, StopIteration, RecursionError):
@@ -505,6 +518,8 @@ class Locator:
         if m.array:
             while len(m.spans) <= step and not m.done:
                 self._next(m)
+                if self.background and not len(m.spans) & 0xFFF:
+                    self._turn()
             return m.spans[step][0] if step < len(m.spans) else None
         if self.unique_keys:
             k = m.keys.get(step)
@@ -554,6 +569,12 @@ class Locator:
         m.pos = pos
         return key
 
+    def _turn(self) -> None:
+        """Background mode, inside long scans: let the UI thread have the interpreter; stop if cancelled."""
+        time.sleep(0)
+        if self._cancelled is not None and self._cancelled():
+            raise LookupCancelled()
+
     def _end(self, pos: int, element: bool = False) -> int:
         """End of the value starting at ``pos`` (cached). ``element``: an array element (expected small)."""
         end = self._ends.get(pos)
@@ -565,7 +586,11 @@ class Locator:
             depth = 0
             match = _TO_BRACKET.match
             p = pos
+            turn = 0
             while True:
+                turn += 1
+                if not turn & 0xFFF:  # every 4,096 brackets
+                    self._turn()
                 m = match(text, p)
                 if m is None:
                     raise ValueError("unbalanced brackets")

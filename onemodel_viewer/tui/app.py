@@ -28,6 +28,7 @@ from textual.message import Message
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Static, Tree
+from textual.worker import get_current_worker
 
 from ..format.document import Document
 from ..format.errors import FormatError, Kind
@@ -228,9 +229,16 @@ class OneModelApp(App[int]):
         doc = self.document
         if doc is None or doc.model is None:
             return
-        if doc.source == "onemodel":
-            self._file_findings(doc)
+        self._background(doc)
+
+    @work(thread=True, exclusive=True, group="background", exit_on_error=False)
+    def _background(self, doc: Document) -> None:
+        """One thread, one task after the other: each busy thread takes the interpreter from the UI
+        thread every few milliseconds (measured on a 10^6-node model: three at once made a key press
+        take ~2 s, one ~60 ms)."""
         self._prepare_search(doc)
+        if doc.source == "onemodel" and doc is self.document:
+            self._file_findings(doc)
 
     def _setup(self) -> None:
         doc = self.document
@@ -285,7 +293,6 @@ class OneModelApp(App[int]):
         if self._first_screen_shown:  # a reload: the first screen is long done
             self._start_background()
 
-    @work(thread=True, exclusive=True, group="search-index", exit_on_error=False)
     def _prepare_search(self, doc: Document) -> None:
         """Build the main graph's facts (producers, consumers, types: the node list and the detail pane
         need them) and the search index off the UI thread, so opening the nodes and `/` answer at once."""
@@ -301,7 +308,6 @@ class OneModelApp(App[int]):
         if doc is self.document and self._search_index is None:
             self._search_index = index
 
-    @work(thread=True, exclusive=True, group="findings", exit_on_error=False)
     def _file_findings(self, doc: Document) -> None:
         """The findings that need the bytes (padding, unowned and shared bytes, canonical form): off the UI thread."""
         from ..analysis.layout import file_findings
@@ -481,8 +487,14 @@ class OneModelApp(App[int]):
                 locator = self._locator
                 if self.current is None or self.current.where != where:
                     return  # the selection moved on while waiting
-                found = locator.nearest(where)
-        except Exception:  # hostile manifest or changed file: no highlight, never a crash
+
+                def moved_on() -> bool:  # a thread cannot be stopped: the scan asks, now and then
+                    cur = self.current
+                    return worker.is_cancelled or cur is None or cur.where != where
+
+                worker = get_current_worker()
+                found = locator.nearest(where, cancelled=moved_on)
+        except Exception:  # hostile manifest, changed file or a look-up given up: no highlight, never a crash
             return
         if found is None:
             return
