@@ -101,3 +101,16 @@ def test_core_records_keep_their_semantics():
     assert n1 != n2 and n1.inputs == () and n1.where == ""  # nodes compare by identity
     with pytest.raises(FrozenInstanceError):
         n1.op = "Add"
+
+
+def test_copy_and_pickle_keep_frozen_records_intact():
+    import copy
+    import pickle
+
+    p = Point(1, 2, ("t",))
+    for q in (copy.copy(p), copy.deepcopy(p), pickle.loads(pickle.dumps(p))):
+        assert q == p and q is not p and type(q) is Point
+        with pytest.raises(FrozenInstanceError):
+            q.x = 5
+    pr = Problem(Kind.IO, "file", None, "m")
+    assert pickle.loads(pickle.dumps(pr)) == pr

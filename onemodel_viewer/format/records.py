@@ -93,6 +93,15 @@ def _hash(self) -> int:
     return hash(_key(self))
 
 
+def _getstate(self) -> list:
+    return [getattr(self, n) for n in self.__slots__]
+
+
+def _setstate(self, state: list) -> None:
+    for n, v in zip(self.__slots__, state):
+        object.__setattr__(self, n, v)  # as dataclasses does for frozen slotted classes (pickle, copy)
+
+
 def _frozen_setattr(self, name: str, value: Any) -> None:
     raise FrozenInstanceError(f"cannot assign to field {name!r}")
 
@@ -157,4 +166,6 @@ def _build(cls: type, frozen: bool, eq: bool) -> type:
     if frozen:
         ns["__setattr__"] = _frozen_setattr
         ns["__delattr__"] = _frozen_delattr
+        ns.setdefault("__getstate__", _getstate)
+        ns.setdefault("__setstate__", _setstate)
     return type(cls)(cls.__name__, cls.__bases__, ns)

@@ -254,7 +254,8 @@ class Node:
     where: str = ""
 
 
-_BUILD_LOCK = threading.Lock()
+_BUILD_LOCK = threading.RLock()
+"""One lock for every NodeList (re-entrant: a build never needs another list's, but must not deadlock if it did)."""
 
 
 def _without_gc(build: Callable[[], "tuple[Node, ...]"]) -> "tuple[Node, ...]":
