@@ -1165,15 +1165,22 @@ class _Resolver:
         where_of = _where_of(nodes)
         producer = self.define_outputs(outs_col, where_of, defs)
         free: set = set()
-        # Whole-graph checks at C speed first; only the nodes they flag get the per-node walk
-        # (which reports in node order). Typical graphs flag only the nodes with subgraphs/refs.
-        all_inputs = set(_chain.from_iterable(ins_col))
-        all_inputs.discard("")
-        unknown = all_inputs.difference(defs)
-        bad_domains = set(doms_col).difference(domains)
+        # One pass over every input: an input not defined here flags its node for the per-node walk
+        # (which reports in node order, or finds it in an enclosing graph); an input defined by this
+        # node or a later one means the nodes are not stored in dependency order. Typical graphs
+        # flag only the nodes with subgraphs/refs.
+        dget = defs.get
+        in_order = True
         flagged = {i for i, nd in with_attrs.items() if _scoped_attrs(nd)}
-        if unknown:
-            flagged.update(i for i, ins in enumerate(ins_col) if not unknown.isdisjoint(ins))
+        for i, ins in enumerate(ins_col):
+            for x in ins:
+                p = dget(x)
+                if p is None:
+                    if x:
+                        flagged.add(i)
+                elif p >= i:
+                    in_order = False
+        bad_domains = set(doms_col).difference(domains)
         if bad_domains:
             flagged.update(i for i, d in enumerate(doms_col) if d in bad_domains)
         implicit: dict[int, list[int]] = {}
@@ -1183,18 +1190,10 @@ class _Resolver:
             extra = [producer[x] for x in used.difference(node.inputs) if x in producer]
             if extra:
                 implicit[i] = extra
-        # In order when no node reads a value produced at or after its own position.
+        # In order when no node reads a value produced at or after its own position (the pass
+        # above), counting the values a node's subgraphs read from this graph.
         n = len(nodes)
         pget = producer.get
-        in_order = True
-        for i, ins in enumerate(ins_col):
-            for x in ins:
-                if pget(x, -1) >= i:
-                    in_order = False
-                    break
-            else:
-                continue
-            break
         if in_order:
             for i, extra in implicit.items():
                 if max(extra) >= i:
