@@ -1016,7 +1016,8 @@ def _scoped_attrs(node: Node) -> bool:
 
 
 def _node_columns(nodes) -> tuple[Sequence, Sequence, Sequence, dict]:
-    """(each node's inputs, outputs, domain; {index: node} of the nodes with attributes), not building a NodeList."""
+    """(each node's inputs, outputs, domain; {index: node} including every node whose attributes may hold a
+    subgraph or a ref), without building a NodeList's other records (those hold INT/INTS/FLOAT/FLOATS only)."""
     if type(nodes) is NodeList and nodes.columns is not None:
         ins, outs, doms = nodes.columns
         return ins, outs, doms, nodes.built_at_open()
