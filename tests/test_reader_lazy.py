@@ -299,3 +299,47 @@ def test_subgraph_nodes_reading_outer_values_stay_lazy_except_the_readers(tmp_pa
         assert doc.problems == [] and sub.order == tuple(range(40))
     finally:
         doc.close()
+
+
+def test_findings_do_not_use_up_the_located_offsets_of_problems(tmp_path, monkeypatch):
+    """Found in review: thousands of duplicate-key findings took every look-up, so diagnose's problems[0]
+    had offset None where strict's error had the offset."""
+    import json as _json
+
+    monkeypatch.setattr(reader, "LOCATE_CAP", 3)
+    text = _json.dumps(model(graph(nodes=[node("Relu", ["nowhere"], ["y"])])), separators=(",", ":"))
+    text = text[:-1] + ',"metadata":[' + ",".join('{"key":"k","key":"k","value":"v"}' for _ in range(5)) + "]}"
+    path = write(tmp_path, pack(text))
+    with pytest.raises(omf.FormatError) as e:
+        omf.open(path)
+    doc = omf.open(path, mode="diagnose")
+    try:
+        assert doc.problems[0] == e.value.problem and e.value.offset is not None
+        dups = [f for f in doc.findings if f.code == "duplicate-key"]
+        assert len(dups) == 5 and [f.offset is not None for f in dups] == [True] * 3 + [False] * 2
+    finally:
+        doc.close()
+
+
+def test_diff_tree_counts_the_members_of_a_lazy_node_list(tmp_path, monkeypatch):
+    """Found in review: the diff viewer's nodes group lost its '(N)' for a NodeList."""
+    from onemodel_viewer.analysis.diff import diff
+    from onemodel_viewer.tui.diff_tree import describe
+
+    monkeypatch.setattr(reader, "BULK_NODES", 32)
+    a = omf.open(write(tmp_path, pack(_chain_model(), b"\0" * 8), "a.onemodel"))
+    m = _chain_model()
+    m["graph"]["nodes"][3]["name"] = "renamed"
+    b = omf.open(write(tmp_path, pack(m, b"\0" * 8), "b.onemodel"))
+    try:
+        assert isinstance(a.model.graph.nodes, NodeList)
+        todo, seen = [diff(a, b).root], []
+        while todo:
+            dn = todo.pop()
+            if dn.label == "nodes":
+                seen.append(describe(dn))
+            todo.extend(dn.children)
+        assert seen == ["(40)"]
+    finally:
+        a.close()
+        b.close()

@@ -99,7 +99,7 @@ I64_MIN = -(1 << 63)
 I64_MAX = (1 << 63) - 1
 U32_MAX = (1 << 32) - 1
 LOCATE_CAP = 2000
-"""Diagnose mode: how many problems/findings get a located manifest offset (the first look-up in
+"""Diagnose mode: how many problems, and how many findings, get a located manifest offset (the first look-up in
 each array is linear, later ones are cached; past the cap the offset is None)."""
 
 _LOCATE = object()
@@ -181,13 +181,16 @@ class Reporter:
         self.findings: list[Finding] = []
         self.manifest: bytes | None = None
         self.base = 64
-        self._located = 0
+        self._located = [0, 0]  # problems, findings
         self._locator: _manifest.Locator | None = None
 
-    def locate(self, where: str) -> int | None:
-        if self.manifest is None or self._located >= LOCATE_CAP:
+    def locate(self, where: str, finding: bool = False) -> int | None:
+        # problems and findings have a cap each: findings (e.g. thousands of duplicate keys) must
+        # not use up the look-ups of the problems, or diagnose's problems[0] would lose the offset
+        # that strict's error has
+        if self.manifest is None or self._located[finding] >= LOCATE_CAP:
             return None
-        self._located += 1
+        self._located[finding] += 1
         if self._locator is None:
             self._locator = _manifest.Locator(self.manifest)
         found = self._locator.nearest(where)
@@ -202,7 +205,7 @@ class Reporter:
 
     def finding(self, code: str, where: str, offset, message: str) -> None:
         if offset is _LOCATE:
-            offset = self.locate(where)
+            offset = self.locate(where, finding=True)
         self.findings.append(Finding(code, where, offset, message))
 
 

@@ -12,11 +12,15 @@ from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
 from ..analysis.diff import ADDED, CHANGED, EQUAL, REMOVED, DiffNode
-from ..format.schema import Attribute, Function, Graph, Node, OperatorSet, SparseTensor, Tensor, ValueInfo
+from ..format.schema import Attribute, Function, Graph, Node, NodeList, OperatorSet, SparseTensor, Tensor, ValueInfo
 from .safe import safe_str, safe_text
 
 MARKERS = {EQUAL: ("=", "dim"), ADDED: ("+", "green"), REMOVED: ("-", "red"), CHANGED: ("~", "yellow")}
 """Marker character and style per status."""
+
+
+_LISTS = (tuple, list, NodeList)
+"""What a group entry holds (a reader's graph nodes are a NodeList)."""
 
 
 def describe(dn: DiffNode) -> str:
@@ -40,7 +44,7 @@ def describe(dn: DiffNode) -> str:
         return f"{len(rec.nodes)} nodes"
     if isinstance(rec, tuple) and len(rec) == 2 and all(isinstance(x, str) for x in rec):
         return rec[1]  # metadata entry
-    if isinstance(rec, (tuple, list)):
+    if isinstance(rec, _LISTS):
         return f"({len(rec)})"
     return ""
 
@@ -60,7 +64,7 @@ def label_for(dn: DiffNode) -> Text:
 
 def _empty_group(dn: DiffNode) -> bool:
     """A group (``sparse_initializers``, ``attributes``...) that is empty on both sides."""
-    return (not dn.children and not dn.differences and isinstance(dn.a, (tuple, list)) and isinstance(dn.b, (tuple, list))
+    return (not dn.children and not dn.differences and isinstance(dn.a, _LISTS) and isinstance(dn.b, _LISTS)
             and not dn.a and not dn.b)
 
 
