@@ -356,6 +356,11 @@ def manifest_encoding_cases() -> None:
     case("Unsupported-manifest-depth-100000", extra("[" * 100000 + "]" * 100000), "manifest",
          "very deep: must not be a RecursionError")
     case("valid-manifest-depth-1024", extra("[" * 1023 + "]" * 1023), note="exactly 1024 JSON levels")
+    # Found in review: locating the depth problem re-scanned the unterminated string at every later
+    # escaped quote (quadratic: this file took minutes); the walk must stay linear.
+    case("Unsupported-manifest-depth-then-unterminated-escapes",
+         with_manifest(m[:-1] + b',"x_unknown":' + b"[" * 1100 + b'"' + b'\\"x' * 100000), "manifest",
+         "1100 arrays, then an unterminated string of 100,000 escaped quotes")
 
 
 def integer_cases() -> None:

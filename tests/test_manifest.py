@@ -433,3 +433,24 @@ def test_background_locator_gives_up_when_its_caller_moves_on():
         M.Locator(data, unique_keys=True, background=True).nearest("manifest.graph.nodes[40000]", cancelled=lambda: True)
     # the C-scanner mode (reader, CLI) never asks
     assert M.Locator(data).nearest("manifest.graph.nodes[40000]", cancelled=lambda: True)[2] == "manifest.graph.nodes[40000]"
+
+
+def test_scans_of_broken_json_stay_linear():
+    """Found in review: three scans were super-linear on broken JSON (each case took minutes to hours before)."""
+    tail = b'"' + b'\\"x' * 200_000  # an unterminated string of escaped quotes
+    t = time.perf_counter()
+    # the depth problem's location: 1100 arrays, then the unterminated string
+    with pytest.raises(FormatError) as e:
+        M.parse(b'{"a":' + b"[" * 1100 + tail, 64)
+    assert (e.value.kind, e.value.where) == (Kind.UNSUPPORTED, "manifest") and e.value.offset == 64 + 5 + 1024 - 1
+    # the byte walker's value skip
+    assert M.locate_nearest(b'{"a":[' + tail, "manifest.a[3]") is None
+    # the background Locator's bracket scan (a run with no bracket after it: exponential backtracking)
+    assert M.Locator(b'{"graph": {"nodes": [' + b"1" * 100_000, background=True).nearest("manifest.graph") is None
+    assert time.perf_counter() - t < 10.0
+
+
+def test_bracket_walk_skips_strings_and_stops_at_an_unterminated_one():
+    assert list(M._brackets('[{"]": "\\"["}, ["x\\\\"]]', 0)) == [(0, "["), (1, "{"), (12, "}"), (15, "["), (21, "]"), (22, "]")]
+    assert list(M._brackets(b'[1, "ab\\"c', 0)) == [(0, b"[")]
+    assert M._max_depth('[[["x"]]]') == (3, -1)

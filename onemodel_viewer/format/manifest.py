@@ -114,24 +114,54 @@ def _scan_at(scan, text: str, idx: int):
     return scan(text, idx)
 
 
+def _brackets(data, pos: int):
+    """(index, bracket) of each ``[``, ``]``, ``{``, ``}`` outside strings from ``pos`` on, in order.
+
+    ``data`` is ``str`` or ``bytes`` (brackets then come as ``str``/``bytes`` of length 1). Strings
+    are skipped whole by a regex; the walk stops at an unterminated string. Linear: a ``finditer``
+    with a string alternative re-tried the string at every later escaped quote after an
+    unterminated one (quadratic: ~10 s for a 100 KB hostile tail; found in review).
+    """
+    if isinstance(data, bytes):
+        find, rest, quote = _TO_SPECIAL_B.match, _STRING_REST_B.match, b'"'
+    else:
+        find, rest, quote = _TO_SPECIAL.match, _STRING_REST.match, '"'
+    while True:
+        m = find(data, pos)
+        if m is None:
+            return
+        i = m.end() - 1
+        c = data[i : i + 1]
+        if c == quote:
+            e = rest(data, i + 1)
+            if e is None:
+                return  # unterminated string
+            pos = e.end()
+            continue
+        yield i, c
+        pos = i + 1
+
+
+_TO_SPECIAL = _LazyRe(r'[^"\[\]{}]*+["\[\]{}]')
+_TO_SPECIAL_B = _LazyRe(rb'[^"\[\]{}]*+["\[\]{}]')
+_STRING_REST = _LazyRe(r'[^"\\]*+(?:\\.[^"\\]*+)*+"', re.S)
+_STRING_REST_B = _LazyRe(rb'[^"\\]*+(?:\\.[^"\\]*+)*+"', re.S)
+
+
 def _max_depth(text: str) -> tuple[int, int]:
     """(maximum nesting depth, character index of the first bracket past MAX_DEPTH or -1). Slow path."""
     depth = best = 0
     where = -1
-    for m in _DEPTH_TOKENS.finditer(text):
-        c = m.group()
-        if c in "[{":
+    for i, c in _brackets(text, 0):
+        if c == "[" or c == "{":
             depth += 1
             if depth > best:
                 best = depth
                 if depth > MAX_DEPTH and where < 0:
-                    where = m.start()
-        elif c in "]}":
+                    where = i
+        else:
             depth -= 1
     return best, where
-
-
-_DEPTH_TOKENS = _LazyRe(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]', re.S)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -317,7 +347,6 @@ def split_path(where: str) -> list[str | int] | None:
 _WS = _LazyRe(rb"[ \t\n\r]*")
 _STRING = _LazyRe(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
 _SCALAR = _LazyRe(rb"[^ \t\n\r,\]}\[{:\"]+")
-_NEST = _LazyRe(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]', re.S)
 
 
 def _skip_value(data: bytes, pos: int) -> int:
@@ -330,14 +359,13 @@ def _skip_value(data: bytes, pos: int) -> int:
         return m.end() if m else -1
     if c in (0x5B, 0x7B):  # [ {
         depth = 0
-        for m in _NEST.finditer(data, pos):
-            tok = m.group()
-            if tok in (b"[", b"{"):
+        for i, tok in _brackets(data, pos):
+            if tok == b"[" or tok == b"{":
                 depth += 1
-            elif tok in (b"]", b"}"):
+            else:
                 depth -= 1
                 if depth == 0:
-                    return m.end()
+                    return i + 1
         return -1
     m = _SCALAR.match(data, pos)
     return m.end() if m else -1
@@ -398,8 +426,11 @@ def _child(data: bytes, start: int, step: str | int) -> tuple[int, int] | None:
     return found
 
 
-_TO_BRACKET = _LazyRe(r'(?:[^"\[\]{}]+|"[^"\\]*(?:\\.[^"\\]*)*")*[\[\]{}]', re.S)
-"""Everything up to and including the next bracket outside strings (strings skipped whole)."""
+_TO_BRACKET = _LazyRe(r'(?:[^"\[\]{}]++|"[^"\\]*+(?:\\.[^"\\]*+)*+")*+[\[\]{}]', re.S)
+"""Everything up to and including the next bracket outside strings (strings skipped whole).
+
+Possessive quantifiers: with ``(?:[^...]+|...)*`` a run without a bracket after it (broken JSON)
+made the engine try every split of the run, time doubling per character (found in review)."""
 
 
 class LookupCancelled(Exception):
