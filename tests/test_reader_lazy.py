@@ -343,3 +343,31 @@ def test_diff_tree_counts_the_members_of_a_lazy_node_list(tmp_path, monkeypatch)
     finally:
         a.close()
         b.close()
+
+
+def test_a_lazy_node_list_pickles_and_copies_as_its_tuple(big):
+    import copy
+    import pickle
+
+    nodes = big.model.graph.nodes
+    assert isinstance(nodes, NodeList) and not nodes.built
+    for other in (pickle.loads(pickle.dumps(nodes)), copy.copy(nodes), copy.deepcopy(nodes)):
+        assert type(other) is tuple and len(other) == 40
+        assert [n.where for n in other] == [n.where for n in nodes]
+    g = pickle.loads(pickle.dumps(big.model.graph))
+    assert type(g.nodes) is tuple and g.nodes[33].name == "n33" and g.order == tuple(range(40))
+
+
+def test_an_unbuilt_node_list_does_not_keep_the_manifest_bytes(tmp_path, monkeypatch):
+    import gc as _gc
+
+    monkeypatch.setattr(reader, "BULK_NODES", 32)
+    doc = omf.open(write(tmp_path, pack(_chain_model(), b"\0" * 8)))
+    try:
+        nodes = doc.model.graph.nodes
+        assert not nodes.built
+        reps = [x for x in _gc.get_objects() if type(x) is reader.Reporter]
+        assert reps and all(r.manifest is None and r._locator is None for r in reps)
+        assert nodes[5].name == "n5"  # still builds
+    finally:
+        doc.close()

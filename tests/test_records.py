@@ -114,3 +114,21 @@ def test_copy_and_pickle_keep_frozen_records_intact():
             q.x = 5
     pr = Problem(Kind.IO, "file", None, "m")
     assert pickle.loads(pickle.dumps(pr)) == pr
+
+
+def test_what_record_does_not_support_is_refused():
+    with pytest.raises(TypeError):
+        @record
+        class WithPostInit:
+            a: int
+
+            def __post_init__(self):
+                pass
+    with pytest.raises(TypeError):
+        @record
+        class Child(Point):
+            z: int = 0
+    with pytest.raises(TypeError):
+        @record
+        class WithClassVar:
+            a: "ClassVar[int]" = 1

@@ -1445,6 +1445,10 @@ def _read(doc: Document, first: bytes, report: Reporter, keep: list | None = Non
             keep.append(parsed)
     finally:
         sys.setrecursionlimit(old_limit)
+        # lazily built node lists keep the builder (and this reporter) alive: not the manifest bytes
+        # and the locator's decoded copy of them (nothing is reported after the open)
+        report.manifest = None
+        report._locator = None
         if was_enabled:
             promote_survivors()
             gc.enable()

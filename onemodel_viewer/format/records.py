@@ -120,6 +120,13 @@ def record(cls: type | None = None, /, *, frozen: bool = True, eq: bool = True):
 
 
 def _build(cls: type, frozen: bool, eq: bool) -> type:
+    # what the core's records never use, refused rather than silently mishandled
+    if "__post_init__" in cls.__dict__:
+        raise TypeError(f"@record does not call __post_init__ ({cls.__name__})")
+    if any(hasattr(b, "__record_fields__") for b in cls.__mro__[1:]):
+        raise TypeError(f"@record does not inherit fields ({cls.__name__})")
+    if any("ClassVar" in str(a) or "InitVar" in str(a) for a in cls.__dict__.get("__annotations__", {}).values()):
+        raise TypeError(f"@record has no ClassVar/InitVar fields ({cls.__name__})")
     ns = dict(cls.__dict__)
     ns.pop("__dict__", None)
     ns.pop("__weakref__", None)

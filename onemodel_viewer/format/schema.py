@@ -254,8 +254,6 @@ class Node:
     where: str = ""
 
 
-_BUILD_LOCK = threading.RLock()
-"""One lock for every NodeList (re-entrant: a build never needs another list's, but must not deadlock if it did)."""
 
 
 def _without_gc(build: Callable[[], "tuple[Node, ...]"]) -> "tuple[Node, ...]":
@@ -293,7 +291,7 @@ class NodeList(Sequence):
     domain as stored) is set until the records are built.
     """
 
-    __slots__ = ("_n", "_items", "_make_one", "_built", "_where", "columns")
+    __slots__ = ("_n", "_items", "_make_one", "_built", "_where", "columns", "_lock")
 
     def __init__(
         self, n: int, make_one: Callable[[int], "Node"], built: dict[int, "Node"], where: str,
@@ -305,11 +303,13 @@ class NodeList(Sequence):
         self._built = built
         self._where = where
         self.columns = columns
+        self._lock = threading.RLock()
+        """Per list (a build of one document's nodes never holds up another's); re-entrant."""
 
     def _all(self) -> tuple["Node", ...]:
         items = self._items
         if items is None:
-            with _BUILD_LOCK:
+            with self._lock:
                 items = self._items
                 if items is None:
                     make, get = self._make_one, self._built.get
@@ -331,7 +331,7 @@ class NodeList(Sequence):
         items = self._items
         if items is not None:
             return items[i]
-        with _BUILD_LOCK:
+        with self._lock:
             if self._items is not None:
                 return self._items[i]
             if not -self._n <= i < self._n:
@@ -347,7 +347,7 @@ class NodeList(Sequence):
         """{index: node} of the records built so far (every node holding tensors or graphs among them); a copy."""
         if self._items is not None:
             return dict(enumerate(self._items))
-        with _BUILD_LOCK:
+        with self._lock:
             return dict(sorted(self._built.items())) if self._items is None else dict(enumerate(self._items))
 
     def where_of(self, i: int) -> str:
@@ -400,6 +400,10 @@ class NodeList(Sequence):
 
     def __repr__(self) -> str:
         return repr(self._all())
+
+    def __reduce__(self):
+        """Pickles (and copies) as the tuple it stands for: the builder behind it is not picklable."""
+        return (tuple, (self._all(),))
 
 
 def nodes_with_contents(nodes: Sequence["Node"]) -> list["Node"]:

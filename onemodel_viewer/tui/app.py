@@ -229,14 +229,16 @@ class OneModelApp(App[int]):
         doc = self.document
         if doc is None or doc.model is None:
             return
-        self._background(doc)
+        self._background(doc, self.facts)
 
     @work(thread=True, exclusive=True, group="background", exit_on_error=False)
-    def _background(self, doc: Document) -> None:
+    def _background(self, doc: Document, facts: Facts) -> None:
         """One thread, one task after the other: each busy thread takes the interpreter from the UI
         thread every few milliseconds (measured on a 10^6-node model: three at once made a key press
         take ~2 s, one ~60 ms)."""
-        self._prepare_search(doc)
+        # ``doc`` and ``facts`` are this document's: a reload replaces self.document/self.facts while
+        # this thread runs on (it cannot be stopped), and its results must not land in the new ones
+        self._prepare_search(doc, facts)
         if doc.source == "onemodel" and doc is self.document:
             self._file_findings(doc)
 
@@ -293,11 +295,14 @@ class OneModelApp(App[int]):
         if self._first_screen_shown:  # a reload: the first screen is long done
             self._start_background()
 
-    def _prepare_search(self, doc: Document) -> None:
+    def _prepare_search(self, doc: Document, facts: Facts) -> None:
         """Build the main graph's facts (producers, consumers, types: the node list and the detail pane
         need them) and the search index off the UI thread, so opening the nodes and `/` answer at once."""
-        if doc.model is not None:
-            self.facts.of(doc.model.graph)
+        if doc.model is None or doc is not self.document:
+            return
+        facts.of(doc.model.graph)
+        if doc is not self.document:
+            return
         index = SearchIndex(doc)
         try:
             self.call_from_thread(self._set_search_index, doc, index)
