@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import ClassVar
 
 import pytest
 
@@ -131,4 +132,4 @@ def test_what_record_does_not_support_is_refused():
     with pytest.raises(TypeError):
         @record
         class WithClassVar:
-            a: "ClassVar[int]" = 1
+            a: ClassVar[int] = 1
