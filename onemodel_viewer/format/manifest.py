@@ -123,9 +123,9 @@ def _brackets(data, pos: int):
     unterminated one (quadratic: ~10 s for a 100 KB hostile tail; found in review).
     """
     if isinstance(data, bytes):
-        find, rest, quote = _TO_SPECIAL_B.match, _STRING_REST_B.match, b'"'
+        find, quote = _TO_BRACKET_B.match, b'"'
     else:
-        find, rest, quote = _TO_SPECIAL.match, _STRING_REST.match, '"'
+        find, quote = _TO_BRACKET.match, '"'
     while True:
         m = find(data, pos)
         if m is None:
@@ -133,19 +133,33 @@ def _brackets(data, pos: int):
         i = m.end() - 1
         c = data[i : i + 1]
         if c == quote:
-            e = rest(data, i + 1)
-            if e is None:
-                return  # unterminated string
-            pos = e.end()
-            continue
+            return  # the quote of an unterminated string (whole strings are consumed by the match)
         yield i, c
         pos = i + 1
 
 
-_TO_SPECIAL = _LazyRe(r'[^"\[\]{}]*+["\[\]{}]')
-_TO_SPECIAL_B = _LazyRe(rb'[^"\[\]{}]*+["\[\]{}]')
-_STRING_REST = _LazyRe(r'[^"\\]*+(?:\\.[^"\\]*+)*+"', re.S)
-_STRING_REST_B = _LazyRe(rb'[^"\\]*+(?:\\.[^"\\]*+)*+"', re.S)
+# Up to and including the next bracket outside strings, strings consumed whole; possessive, so a run
+# with no bracket after it fails at once (``(?:[^...]+|...)*`` backtracked exponentially there).
+_TO_BRACKET = _LazyRe(r'(?:[^"\[\]{}]++|"[^"\\]*+(?:\\.[^"\\]*+)*+")*+["\[\]{}]', re.S)
+_TO_BRACKET_B = _LazyRe(rb'(?:[^"\[\]{}]++|"[^"\\]*+(?:\\.[^"\\]*+)*+")*+["\[\]{}]', re.S)
+
+
+def _container_end(data, pos: int, every=None) -> int:
+    """End of the array/object starting at ``pos`` (``str`` or ``bytes``), or -1 (unbalanced, unterminated).
+
+    ``every`` (if given) is called after each 4,096 brackets (a background look-up yields there).
+    """
+    depth = 0
+    for k, (i, c) in enumerate(_brackets(data, pos), 1):
+        if every is not None and not k & 0xFFF:
+            every()
+        if c == "[" or c == "{" or c == b"[" or c == b"{":
+            depth += 1
+        else:
+            depth -= 1
+            if depth == 0:
+                return i + 1
+    return -1
 
 
 def _max_depth(text: str) -> tuple[int, int]:
@@ -358,15 +372,7 @@ def _skip_value(data: bytes, pos: int) -> int:
         m = _STRING.match(data, pos)
         return m.end() if m else -1
     if c in (0x5B, 0x7B):  # [ {
-        depth = 0
-        for i, tok in _brackets(data, pos):
-            if tok == b"[" or tok == b"{":
-                depth += 1
-            else:
-                depth -= 1
-                if depth == 0:
-                    return i + 1
-        return -1
+        return _container_end(data, pos)
     m = _SCALAR.match(data, pos)
     return m.end() if m else -1
 
@@ -424,13 +430,6 @@ def _child(data: bytes, start: int, step: str | int) -> tuple[int, int] | None:
             return found
         pos = _WS.match(data, pos + 1).end()
     return found
-
-
-_TO_BRACKET = _LazyRe(r'(?:[^"\[\]{}]++|"[^"\\]*+(?:\\.[^"\\]*+)*+")*+[\[\]{}]', re.S)
-"""Everything up to and including the next bracket outside strings (strings skipped whole).
-
-Possessive quantifiers: with ``(?:[^...]+|...)*`` a run without a bracket after it (broken JSON)
-made the engine try every split of the run, time doubling per character (found in review)."""
 
 
 class LookupCancelled(Exception):
@@ -614,26 +613,9 @@ class Locator:
         text = self.text
         c = text[pos]
         if (c == "[" or c == "{") and self.background and not element:
-            depth = 0
-            match = _TO_BRACKET.match
-            p = pos
-            turn = 0
-            while True:
-                turn += 1
-                if not turn & 0xFFF:  # every 4,096 brackets
-                    self._turn()
-                m = match(text, p)
-                if m is None:
-                    raise ValueError("unbalanced brackets")
-                p = m.end()
-                ch = text[p - 1]
-                if ch == "[" or ch == "{":
-                    depth += 1
-                else:
-                    depth -= 1
-                    if depth == 0:
-                        end = p
-                        break
+            end = _container_end(text, pos, self._turn)
+            if end < 0:
+                raise ValueError("unbalanced brackets")
         elif c == '"':
             end = _json_decoder.scanstring(text, pos + 1)[1]
         else:
