@@ -169,11 +169,11 @@ def big(tmp_path, monkeypatch):
     doc.close()
 
 
-def test_plain_nodes_wait_and_nodes_with_tensors_are_built_at_open(big):
+def test_plain_nodes_wait_and_nodes_with_tensors_are_built_records(big):
     nodes = big.model.graph.nodes
     assert isinstance(nodes, NodeList) and not nodes.built
     assert len(nodes) == 40 and bool(nodes)
-    built = nodes.built_at_open()
+    built = nodes.built_records()
     assert list(built) == [22]  # the TENSOR attribute: checked through its record
     assert built[22].attributes[0].value.name == "c"
     assert [t.name for t in all_tensors(big.model)] == ["w", "c"]
@@ -184,7 +184,7 @@ def test_plain_nodes_wait_and_nodes_with_tensors_are_built_at_open(big):
     with pytest.raises(IndexError):
         nodes[40]
     assert not nodes.built  # none of that built the list
-    assert sorted(nodes.built_at_open()) == [3, 22, 39]
+    assert sorted(nodes.built_records()) == [3, 22, 39]
 
 
 def test_checks_of_check_do_not_build_the_records(tmp_path, monkeypatch):
@@ -228,7 +228,7 @@ def test_node_list_reads_like_a_tuple(big):
     assert nodes[20].doc == "a doc" and nodes[2].attributes[1].float_value == 1.0
     assert nodes[3].attributes[0].value == (0, 0x7FC00001, 0xFFFFFFFF)
     assert [n.where for n in nodes] == [f"manifest.graph.nodes[{i}]" for i in range(40)]
-    assert nodes.built_at_open() == dict(enumerate(as_tuple))
+    assert nodes.built_records() == dict(enumerate(as_tuple))
     assert nodes.columns is None  # released once built
     assert big.model.graph.order == tuple(range(40))
 
@@ -295,7 +295,7 @@ def test_subgraph_nodes_reading_outer_values_stay_lazy_except_the_readers(tmp_pa
     try:
         sub = doc.model.graph.nodes[1].attributes[0].value
         assert isinstance(sub, Graph) and isinstance(sub.nodes, NodeList)
-        assert not sub.nodes.built and list(sub.nodes.built_at_open()) == [3]
+        assert not sub.nodes.built and list(sub.nodes.built_records()) == [3]
         assert doc.problems == [] and sub.order == tuple(range(40))
     finally:
         doc.close()

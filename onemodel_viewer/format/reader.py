@@ -75,7 +75,7 @@ from .document import HEADER_SIZE, Document
 from .dtypes import DTYPES, STRING
 from .errors import Finding, FormatError, Kind, Problem
 from .records import MISSING, record_fields
-from .schema import (
+from .schema import (  # promote_survivors: re-exported for commands/check
     Attribute,
     AttrType,
     Function,
@@ -88,6 +88,7 @@ from .schema import (
     Tensor,
     Type,
     ValueInfo,
+    promote_survivors,
 )
 from .storage import FileStorage, Storage
 
@@ -118,7 +119,7 @@ _DEFAULT_DOMAINS = ("", "ai.onnx")
 _TYPE_KINDS = ("tensor", "sparse_tensor", "sequence", "optional", "map", "opaque")
 _GRAPH_ARRAYS = ("inputs", "outputs", "value_info", "initializers", "sparse_initializers", "nodes")
 BULK_NODES = 32
-"""Graphs with at least this many nodes are checked column-wise and get a lazily built :class:`NodeList`."""
+"""Graphs with at least this many nodes, all sound on the fast path, get a lazily built :class:`NodeList`."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1023,7 +1024,7 @@ def _node_columns(nodes) -> tuple[Sequence, Sequence, Sequence, dict]:
     subgraph or a ref), without building a NodeList's other records (those hold INT/INTS/FLOAT/FLOATS only)."""
     if type(nodes) is NodeList and nodes.columns is not None:
         ins, outs, doms = nodes.columns
-        return ins, outs, doms, nodes.built_at_open()
+        return ins, outs, doms, nodes.built_records()
     return (
         [n.inputs for n in nodes], [n.outputs for n in nodes], [n.domain for n in nodes],
         {i: n for i, n in enumerate(nodes) if n.attributes},
@@ -1069,24 +1070,15 @@ class _Resolver:
             if name in defs:
                 self.bad(Kind.INVALID_MODEL, f"{f.where}.inputs[{i}]", f"{name!r} is defined twice")
             defs[name] = -1
-        producer = self.define_outputs([n.outputs for n in f.nodes], lambda i: f.nodes[i].where, defs)
+        where_of = _where_of(f.nodes)
+        producer = self.define_outputs([n.outputs for n in f.nodes], where_of, defs)
         deps = []
         for node in f.nodes:
             used = self.node_refs(node, defs, (), attr_names, domains, None)
             deps.append([producer[x] for x in used if x in producer])
         # Rule 3 holds in a function body as in a graph: the stable dependency order, a cycle an error.
-        n = len(deps)
-        if all(p < i for i, ps in enumerate(deps) for p in ps):
-            order = tuple(range(n))
-        else:
-            order, cyclic = self.topo(f, deps)
-            if not cyclic and order != tuple(range(n)):
-                first = next(i for i in range(n) if order[i] != i)
-                self.report.finding(
-                    "out-of-order", f.nodes[first].where, _LOCATE,
-                    "function nodes are not stored in dependency order (the reader sorts them)",
-                )
-        object.__setattr__(f, "order", order)
+        in_order = all(p < i for i, ps in enumerate(deps) for p in ps)
+        self.set_order(f, None if in_order else deps, where_of, "function nodes")
         for a in f.attribute_defaults:
             for sub in a.graphs():
                 self.graph(sub, (defs,), attr_names, domains)
@@ -1189,14 +1181,13 @@ class _Resolver:
             flagged.update(i for i, d in enumerate(doms_col) if d in bad_domains)
         implicit: dict[int, list[int]] = {}
         for i in sorted(flagged):
-            node = with_attrs.get(i) or (nodes.node_at(i) if type(nodes) is NodeList else nodes[i])
+            node = with_attrs.get(i) or nodes[i]  # a NodeList builds that one record
             used = self.node_refs(node, defs, outer, attr_names, domains, free)
             extra = [producer[x] for x in used.difference(node.inputs) if x in producer]
             if extra:
                 implicit[i] = extra
         # In order when no node reads a value produced at or after its own position (the pass
         # above), counting the values a node's subgraphs read from this graph.
-        n = len(nodes)
         pget = producer.get
         if in_order:
             for i, extra in implicit.items():
@@ -1219,17 +1210,7 @@ class _Resolver:
                     break
             else:
                 self.bad(Kind.INVALID_MODEL, f"{vi.where}.name", f"graph output {x!r} is not defined")
-        if in_order:
-            order = tuple(range(n))
-        else:
-            order, cyclic = self.topo(g, deps)
-            if not cyclic and order != tuple(range(n)):
-                first = next(i for i in range(n) if order[i] != i)
-                self.report.finding(
-                    "out-of-order", where_of(first), _LOCATE,
-                    "nodes are not stored in dependency order (the reader sorts them)",
-                )
-        object.__setattr__(g, "order", order)
+        self.set_order(g, None if in_order else deps, where_of, "nodes")
         return free
 
     def define_init(self, name: str, where: str, defs: dict, inputs: set, attached: set) -> None:
@@ -1242,6 +1223,22 @@ class _Resolver:
             self.bad(Kind.INVALID_MODEL, where, f"{name!r} is already defined in this graph")
             return
         defs[name] = -1
+
+    def set_order(self, owner: Graph | Function, deps: list | None, where_of, what: str) -> None:
+        """Set ``owner.order``: the stored order when ``deps`` is None (known to be in order), else the
+        stable dependency order of ``deps`` (:meth:`topo` reports a cycle), with an ``out-of-order``
+        finding at the first node it moved."""
+        n = len(owner.nodes)
+        if deps is None:
+            order = tuple(range(n))
+        else:
+            order, cyclic = self.topo(owner, deps)
+            if not cyclic and order != tuple(range(n)):
+                first = next(i for i in range(n) if order[i] != i)
+                self.report.finding(
+                    "out-of-order", where_of(first), _LOCATE, f"{what} are not stored in dependency order (the reader sorts them)",
+                )
+        object.__setattr__(owner, "order", order)
 
     def topo(self, g: Graph | Function, deps: list) -> tuple[tuple[int, ...], bool]:
         """Kahn's algorithm with a min-heap: the stable dependency order; a cycle is reported."""
@@ -1453,20 +1450,6 @@ def _read(doc: Document, first: bytes, report: Reporter, keep: list | None = Non
             promote_survivors()
             gc.enable()
     doc.model = model
-
-
-def promote_survivors() -> None:
-    """Move every tracked object to the oldest generation, without a collection.
-
-    The open leaves ~4*10^4 new container records that live as long as the document. Left in
-    generation 0, the first allocation after ``gc.enable()`` would scan them all (twice: gen 0,
-    then gen 1; measured ~5 ms on a 10^4-node model) only to promote them. ``freeze()`` +
-    ``unfreeze()`` does the same promotion in O(1) and resets the generation-0 count. Skipped
-    when the process has frozen objects of its own (``unfreeze`` would release them too).
-    """
-    if gc.get_freeze_count() == 0:
-        gc.freeze()
-        gc.unfreeze()
 
 
 def _parse_diagnose(data: bytes, report: Reporter):

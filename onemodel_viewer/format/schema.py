@@ -14,11 +14,11 @@ import math
 import struct
 import threading
 from collections.abc import Sequence
-from .records import field, record
 from typing import TYPE_CHECKING, Callable, Iterator, Union
 
 from .dtypes import DTYPES, STRING, DType, name_of
 from .errors import FormatError, Kind
+from .records import field, record
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -254,8 +254,6 @@ class Node:
     where: str = ""
 
 
-
-
 def _without_gc(build: Callable[[], "tuple[Node, ...]"]) -> "tuple[Node, ...]":
     """``build()`` with the cyclic GC paused, its new records then moved to the oldest generation.
 
@@ -270,10 +268,24 @@ def _without_gc(build: Callable[[], "tuple[Node, ...]"]) -> "tuple[Node, ...]":
     try:
         return build()
     finally:
-        if gc.get_freeze_count() == 0:
-            gc.freeze()  # freeze + unfreeze: every tracked object to the oldest generation, no scan
-            gc.unfreeze()
+        promote_survivors()
         gc.enable()
+
+
+def promote_survivors() -> None:
+    """Move every tracked object to the oldest generation, without a collection.
+
+    The open leaves ~4*10^4 new container records that live as long as the document. Left in
+    generation 0, the first allocation after ``gc.enable()`` would scan them all (twice: gen 0,
+    then gen 1; measured ~5 ms on a 10^4-node model) only to promote them. ``freeze()`` +
+    ``unfreeze()`` does the same promotion in O(1) and resets the generation-0 count. Skipped
+    when the process has frozen objects of its own (``unfreeze`` would release them too).
+    """
+    import gc
+
+    if gc.get_freeze_count() == 0:
+        gc.freeze()
+        gc.unfreeze()
 
 
 class NodeList(Sequence):
@@ -343,7 +355,7 @@ class NodeList(Sequence):
                 node = self._built[i] = self._make_one(i)
             return node
 
-    def built_at_open(self) -> dict[int, "Node"]:
+    def built_records(self) -> dict[int, "Node"]:
         """{index: node} of the records built so far (every node holding tensors or graphs among them); a copy."""
         if self._items is not None:
             return dict(enumerate(self._items))
@@ -413,7 +425,7 @@ def nodes_with_contents(nodes: Sequence["Node"]) -> list["Node"]:
     others with attributes); a :class:`NodeList` answers without building its other records.
     """
     if type(nodes) is NodeList and not nodes.built:
-        return [n for n in nodes.built_at_open().values() if n.attributes]
+        return [n for n in nodes.built_records().values() if n.attributes]
     return [n for n in nodes if n.attributes]
 
 
