@@ -182,6 +182,13 @@ def test_search_index_finds_ops_and_names():
     assert idx.find("   ") == []
 
 
+def _where_key(where: str) -> tuple:
+    """Sort key putting manifest paths in document order (numbers compared as numbers)."""
+    import re
+
+    return tuple(int(p) if p.isdigit() else p for p in re.split(r"[\[\].]+", where) if p)
+
+
 @pytest.mark.parametrize(
     "path",
     sorted(p for p in (Path(__file__).parent.parent / "testdata").glob("*/*") if p.suffix in (".onemodel", ".onnx")),
@@ -189,7 +196,7 @@ def test_search_index_finds_ops_and_names():
 )
 def test_search_index_order_is_the_where_order(path):
     """The index is built in the order a sort by path gives, without sorting (every bundled file)."""
-    from onemodel_viewer.tui.app import SearchIndex, _where_key
+    from onemodel_viewer.tui.app import SearchIndex
 
     doc = omf.open(str(path), mode="diagnose")
     try:

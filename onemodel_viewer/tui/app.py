@@ -73,8 +73,7 @@ def count_tensors(doc: Document) -> int:
 class SearchIndex:
     """Names of nodes, tensors and values, searchable by substring.
 
-    ``items`` are in the order of :func:`_where_key` (path components compared, numbers as
-    numbers: within a graph ``initializers``, ``inputs``, ``nodes`` (each followed by the graphs
+    ``items`` are in manifest-path order (path components compared, numbers as numbers: within a graph ``initializers``, ``inputs``, ``nodes`` (each followed by the graphs
     in its attributes), ``outputs``, ``sparse_initializers``, ``value_info``; functions before
     the graph). They are produced in that order by one walk, not sorted (a key per item cost
     ~3 µs: seconds for a million nodes); ``tests/test_tui_units.py`` checks the order against
@@ -120,13 +119,6 @@ class SearchIndex:
         if not q:
             return []
         return [(w, d) for h, w, d in self.items if q in h and w]
-
-
-def _where_key(where: str) -> tuple:
-    """Sort key putting manifest paths in document order (numbers compared as numbers)."""
-    import re
-
-    return tuple(int(p) if p.isdigit() else p for p in re.split(r"[\[\].]+", where) if p)
 
 
 class OneModelApp(App[int]):
@@ -434,6 +426,11 @@ class OneModelApp(App[int]):
             where = entry.where
             self._locate_timer = self.set_timer(LOCATE_DELAY, lambda: self._locate(where))
 
+    @property
+    def _hex_map(self) -> ByteMap | None:
+        """The map of the file the hex pane shows (an external data file's, or the document's)."""
+        return self._hex_external if self._hex_external is not None else self.bytemap
+
     def _show_hex_file(self, t: Tensor | None) -> bool:
         """Point the hex pane at the external data file holding ``t`` (None: back to the document's file).
 
@@ -549,7 +546,7 @@ class OneModelApp(App[int]):
         t.append(f"0x{offset:x}", style="bold")
         t.append(f" ({offset:,})", style="dim")
         hexv.border_title = t
-        bm = ext if ext is not None else self.bytemap
+        bm = self._hex_map
         owner = bm.owner_at(offset) if bm is not None and hexv.file_size else ""
         doc = self.document
         if owner.startswith("header.") and doc is not None and doc.header is not None and ext is None:
@@ -563,7 +560,7 @@ class OneModelApp(App[int]):
 
     def owner_at(self, offset: int) -> str:
         """What owns the byte at ``offset`` (plain text, made visible)."""
-        bm = self._hex_external if self._hex_external is not None else self.bytemap
+        bm = self._hex_map
         return safe_str(bm.owner_at(offset), 200) if bm is not None else ""
 
     # ------------------------------------------------------------------ actions

@@ -40,6 +40,19 @@ def in_file(t: Tensor, doc: Document) -> bool:
     return path is not None and os.path.abspath(path) == os.path.abspath(doc.path)
 
 
+def _tensor_regions(tensors: list[Tensor], keep) -> list[Region]:
+    """A region per distinct tensor with bytes (not strings, not empty) for which ``keep(t)`` holds."""
+    out: list[Region] = []
+    seen: set[int] = set()
+    for t in tensors:
+        if id(t) in seen or t.is_string or t.file_offset is None or t.length <= 0:
+            continue
+        seen.add(id(t))
+        if keep(t):
+            out.append(Region(t.file_offset, t.file_offset + t.length, "tensor", t.name, t, len(out)))
+    return out
+
+
 class ByteMap:
     """Regions of one file, sorted by start."""
 
@@ -72,14 +85,7 @@ class ByteMap:
         elif self.size:
             base.append(Region(0, self.size, "onnx", "onnx protobuf"))
         if doc.model is not None:
-            seen: set[int] = set()
-            for t in all_tensors(doc.model):
-                if id(t) in seen or t.is_string or t.file_offset is None or t.length <= 0:
-                    continue
-                seen.add(id(t))
-                if not in_file(t, doc):
-                    continue
-                tensors.append(Region(t.file_offset, t.file_offset + t.length, "tensor", t.name, t, len(tensors)))
+            tensors = _tensor_regions(all_tensors(doc.model), lambda t: in_file(t, doc))
         self._index(base, tensors)
 
     @classmethod
@@ -89,17 +95,13 @@ class ByteMap:
         self.size = size
         self.path = path
         base = [Region(0, size, "external", os.path.basename(path))] if size else []
-        regions: list[Region] = []
-        seen: set[int] = set()
         target = os.path.abspath(path)
-        for t in tensors:
+
+        def here(t: Tensor) -> bool:
             p = getattr(t.storage, "path", None)
-            if (id(t) in seen or t.is_string or t.file_offset is None or t.length <= 0 or p is None
-                    or os.path.abspath(p) != target):
-                continue
-            seen.add(id(t))
-            regions.append(Region(t.file_offset, t.file_offset + t.length, "tensor", t.name, t, len(regions)))
-        self._index(base, regions)
+            return p is not None and os.path.abspath(p) == target
+
+        self._index(base, _tensor_regions(tensors, here))
         return self
 
     path: str | None = None
