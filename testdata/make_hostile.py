@@ -664,6 +664,15 @@ def reading_rule_cases() -> None:
        "InvalidModel-undefined-subgraph-input", f"{G}.nodes[3].attributes[0].value.nodes[0].inputs[0]")
     at(lambda m: m["graph"]["nodes"][3]["attributes"][1]["value"]["outputs"][0].__setitem__("name", "nope"),
        "InvalidModel-undefined-subgraph-output", f"{G}.nodes[3].attributes[1].value.outputs[0].name")
+    # CLARIFICATIONS: a graph output named "" names no defined value (rule 2; "" as an omitted operand is for
+    # node operands only, and a node's "" output defines nothing). Reported where an undefined output is.
+    at(lambda m: m["graph"]["outputs"][1].__setitem__("name", ""), "InvalidModel-empty-graph-output",
+       f"{G}.outputs[1].name", "graph output z renamed to the empty string")
+    at(lambda m: m["graph"]["nodes"][3]["attributes"][0]["value"]["outputs"][0].__setitem__("name", ""),
+       "InvalidModel-empty-subgraph-output", f"{G}.nodes[3].attributes[0].value.outputs[0].name",
+       "the then branch's output zt renamed to the empty string")
+    at(lambda m: m["functions"][0]["outputs"].__setitem__(0, ""), "InvalidModel-function-empty-output",
+       "manifest.functions[0].outputs[0]", "a function output is a graph output of its body: the same rule")
     at(lambda m: m["graph"]["nodes"][4]["attributes"][6]["value"][1]["nodes"][0]["inputs"].__setitem__(0, "nope"),
        "InvalidModel-undefined-graphs-attr-input", f"{N4}.attributes[6].value[1].nodes[0].inputs[0]")
     # A subgraph's value is not visible to the outer graph.

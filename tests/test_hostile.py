@@ -325,3 +325,22 @@ def test_subgraph_valid_outer_scope_built_by_hand(tmp_path):
     doc = omf.open(p)
     assert doc.problems == []
     doc.close()
+
+
+@pytest.mark.parametrize("name,needle", [
+    ("InvalidModel-empty-graph-output.onemodel", b'"outputs":[{"name":"y","type":{"kind":"tensor","elem":1,"shape":[1,4]}},{"name":'),
+    ("InvalidModel-empty-subgraph-output.onemodel", b'{"name":"then","outputs":[{"name":'),
+    ("InvalidModel-function-empty-output.onemodel", b'"functions":[{"name":"Custom","domain":"com.example","overload":"","inputs":["a"],"outputs":['),
+])
+def test_empty_output_name_points_at_the_empty_string(name, needle):
+    """A graph/subgraph/function output named "" was accepted; it is now InvalidModel (rule 2, CLARIFICATIONS)
+    at the same ``where`` as an undefined output, and the offset is that of the ``""`` JSON string itself."""
+    path = HOSTILE / name
+    blob = path.read_bytes()
+    assert blob.count(needle) == 1
+    at = blob.index(needle) + len(needle)
+    assert blob[at:at + 2] == b'""'
+    with pytest.raises(FormatError) as info:
+        omf.open(path).close()
+    e = info.value
+    assert (e.kind.value, e.where, e.offset) == ("InvalidModel", EXPECTED[name]["where"], at)

@@ -176,6 +176,30 @@ def test_undefined_name_follows_the_reading_rules(tmp_path):
     assert (e.value.kind, e.value.where) == (Kind.INVALID_MODEL, "onnx.graph.nodes[0].inputs[0]")
 
 
+def test_onnx_graph_output_named_empty_is_invalid_model(tmp_path):
+    """An ONNX graph output named "" was imported (and converted) silently: rule 2 holds for ONNX files too."""
+    m = _model([helper.make_node("Dropout", ["x"], ["y", ""])], inputs=[helper.make_tensor_value_info("x", 1, [1])],
+               outputs=[helper.make_tensor_value_info("y", 1, [1]), helper.make_tensor_value_info("", 1, [1])])
+    p = _save(tmp_path, m)
+    with pytest.raises(FormatError) as e:
+        onnx_bridge.import_onnx(p)
+    assert (e.value.kind, e.value.where) == (Kind.INVALID_MODEL, "onnx.graph.outputs[1].name")
+    doc = onnx_bridge.import_onnx(p, mode="diagnose")
+    assert [(x.kind, x.where) for x in doc.problems] == [(Kind.INVALID_MODEL, "onnx.graph.outputs[1].name")]
+
+
+def test_onnx_subgraph_output_named_empty_is_invalid_model(tmp_path):
+    """The same in an If branch of an ONNX file."""
+    branch = helper.make_graph([helper.make_node("Identity", ["x"], ["b"])], "then", [],
+                               [helper.make_tensor_value_info("", 1, [1])])
+    node = helper.make_node("If", ["c"], ["r"], then_branch=branch)
+    m = _model([node], inputs=[helper.make_tensor_value_info("c", TP.BOOL, []), helper.make_tensor_value_info("x", 1, [1])],
+               outputs=[helper.make_tensor_value_info("r", 1, [1])])
+    with pytest.raises(FormatError) as e:
+        onnx_bridge.import_onnx(_save(tmp_path, m))
+    assert (e.value.kind, e.value.where) == (Kind.INVALID_MODEL, "onnx.graph.nodes[0].attributes[0].value.outputs[0].name")
+
+
 # ---------------------------------------------------------------------------------------------
 # external data
 

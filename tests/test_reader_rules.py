@@ -97,6 +97,38 @@ def test_undefined_graph_output(tmp_path):
     assert first(tmp_path, model(g)) == (IV, "manifest.graph.outputs[0].name")
 
 
+def test_graph_output_named_empty_is_undefined(tmp_path):
+    """A graph output named "" was accepted (skipped like an omitted node operand). Rule 2: a graph output
+    names a defined value, and a node's "" output defines nothing (CLARIFICATIONS)."""
+    g = graph(nodes=[node("Dropout", [], ["y", ""])], outputs=[{"name": "y"}, {"name": ""}])
+    assert first(tmp_path, model(g)) == (IV, "manifest.graph.outputs[1].name")
+
+
+def test_every_empty_graph_output_is_reported_where_an_undefined_one_is(tmp_path):
+    """Diagnose mode reports each "" output once, at ``.name`` like an undefined output, in output order."""
+    g = graph(inputs=[{"name": "x"}], outputs=[{"name": ""}, {"name": "x"}, {"name": "ghost"}, {"name": ""}])
+    ps, _ = diag(tmp_path, model(g))
+    assert ps == [(IV, "manifest.graph.outputs[0].name"), (IV, "manifest.graph.outputs[2].name"),
+                  (IV, "manifest.graph.outputs[3].name")]
+
+
+@pytest.mark.parametrize("op,attr", [("If", "then_branch"), ("Loop", "body")])
+def test_subgraph_output_named_empty_is_undefined(tmp_path, op, attr):
+    """A subgraph (If/Loop body) output named "" was accepted; it names no value, as in the main graph."""
+    body = graph(nodes=[node("Identity", ["x"], ["b_out"])], outputs=[{"name": "b_out"}, {"name": ""}])
+    g = graph(inputs=[{"name": "x"}], nodes=[node(op, [], ["r"], attributes=[{"name": attr, "type": 5, "value": body}])],
+              outputs=[{"name": "r"}])
+    assert first(tmp_path, model(g)) == (IV, "manifest.graph.nodes[0].attributes[0].value.outputs[1].name")
+
+
+def test_graphs_attribute_output_named_empty_is_undefined(tmp_path):
+    """The same inside a GRAPHS attribute's second graph."""
+    ok = graph(nodes=[node("A", [], ["o"])], outputs=[{"name": "o"}])
+    bad = graph(nodes=[node("A", [], ["o"])], outputs=[{"name": ""}])
+    g = graph(nodes=[node("Custom", [], ["r"], attributes=[{"name": "gs", "type": 10, "value": [ok, bad]}])])
+    assert first(tmp_path, model(g)) == (IV, "manifest.graph.nodes[0].attributes[0].value[1].outputs[0].name")
+
+
 def _if_node(branch_inputs, out="r"):
     body = graph(nodes=[node("Identity", branch_inputs, ["b_out"])], outputs=[{"name": "b_out"}])
     return node("If", ["cond"], [out], attributes=[{"name": "then_branch", "type": 5, "value": body}])
@@ -234,6 +266,11 @@ def test_function_cannot_see_main_graph(tmp_path):
 
 def test_function_undefined_output(tmp_path):
     assert first(tmp_path, model(functions=[fn(outputs=["y", "ghost"])])) == (IV, "manifest.functions[0].outputs[1]")
+
+
+def test_function_output_named_empty_is_undefined(tmp_path):
+    """A function output named "" was skipped; it names no value of the body, as for a graph output."""
+    assert first(tmp_path, model(functions=[fn(outputs=["y", ""])])) == (IV, "manifest.functions[0].outputs[1]")
 
 
 def test_function_ref_unknown_attribute(tmp_path):

@@ -17,7 +17,8 @@ Decisions the spec leaves open (see also CLARIFICATIONS.md, ``header.py`` and ``
   definition is reported at the second definition's name string (``...inputs[1].name``,
   ``...initializers[2].name``, ``...sparse_initializers[0].values.name``,
   ``...nodes[3].outputs[0]``); an undefined name at the reference (``...nodes[3].inputs[1]``,
-  ``...outputs[0].name``, ``manifest.functions[0].outputs[1]``).
+  ``...outputs[0].name``, ``manifest.functions[0].outputs[1]``). A graph or function output named
+  ``""`` is such an undefined name (``""`` as an omitted operand is for node operands only).
 * Tensor element count at 2^60 or more: **Unsupported** at ``...dims`` (the reader does not
   handle it; it is not "impossible"). A negative dim: InvalidModel at ``...dims[i]``.
 * Tensor ``data``: negative or non-integer offset/length: Malformed at ``.data.offset`` /
@@ -1083,7 +1084,9 @@ class _Resolver:
             for sub in a.graphs():
                 self.graph(sub, (defs,), attr_names, domains)
         for i, name in enumerate(f.outputs):
-            if name and name not in defs:
+            if name == "":  # as for a graph output (rule 2): the empty name defines nothing
+                self.bad(Kind.INVALID_MODEL, f"{f.where}.outputs[{i}]", "a function output named '' names no defined value")
+            elif name not in defs:
                 self.bad(Kind.INVALID_MODEL, f"{f.where}.outputs[{i}]", f"function output {name!r} is not defined")
 
     def define_outputs(self, outputs: Sequence, where_of, defs: dict) -> dict[str, int]:
@@ -1202,7 +1205,10 @@ class _Resolver:
                 deps.append(ps)
         for vi in g.outputs:
             x = vi.name
-            if x == "" or x in defs:
+            if x in defs:
+                continue
+            if x == "":  # rule 2: "" as an omitted operand is for node operands only; it defines nothing
+                self.bad(Kind.INVALID_MODEL, f"{vi.where}.name", "a graph output named '' names no defined value")
                 continue
             for scope in outer:
                 if x in scope:
