@@ -18,6 +18,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from onemodel_viewer import format as omf
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "fuzz"))
 sys.path.insert(0, str(ROOT / "testdata"))
@@ -215,8 +217,6 @@ def test_harness_on_corpus(name):
 def test_values_of_storageless_tensor(tmp_path):
     """Found by this fuzz test: diagnose mode on a file one byte longer than its header says keeps the
     tensors without storage; values() on them must raise FormatError, not ValueError."""
-    from onemodel_viewer import format as omf
-
     p = tmp_path / "extended.onemodel"
     p.write_bytes(BASE + b"\0")
     doc = omf.open(p, mode="diagnose")
@@ -229,8 +229,6 @@ def test_values_of_storageless_tensor(tmp_path):
 
 def test_values_of_string_tensor_with_wrong_count():
     """Regression: a string tensor whose strings count does not match dims raised numpy's ValueError."""
-    from onemodel_viewer import format as omf
-
     doc = omf.open(ROOT / "testdata" / "hostile" / "InvalidModel-strings-count-empty.onemodel", mode="diagnose")
     s = doc.model.graph.initializers[3]
     assert s.is_string and len(s.strings) != s.count
@@ -239,8 +237,57 @@ def test_values_of_string_tensor_with_wrong_count():
     assert e.value.kind == omf.Kind.INVALID_MODEL and e.value.where == s.where + ".strings"
 
 
-def test_fuzz_findings_regressions():
-    """Inputs atheris found (fuzz/findings/*): each must now fail cleanly."""
-    found = sorted((ROOT / "fuzz" / "findings").glob("*"))
-    for f in found:
-        _guarded(f.read_bytes())
+FINDINGS_DIR = ROOT / "fuzz" / "findings"
+FINDINGS: dict[str, dict] = {
+    "diagnose-storageless-extended-by-1.onemodel": {
+        "broke": "valid-base.onemodel plus one byte: diagnose mode kept the tensors without storage (no data region "
+                 "to trust) and values() on them raised numpy's ValueError instead of FormatError",
+        # section 1.1: file_length must be the exact length (3656 said, 3657 found); data_length then disagrees too
+        "strict": (omf.Kind.MALFORMED, "header.file_length", 48),
+        "diagnose": [(omf.Kind.MALFORMED, "header.file_length", 48), (omf.Kind.MALFORMED, "header.data_length", 40)],
+        # every tensor with bytes to read refuses at its own record; the string tensor (bytes in the manifest) reads
+        "values": {
+            "manifest.graph.initializers[0]": omf.Kind.MALFORMED,
+            "manifest.graph.initializers[1]": omf.Kind.MALFORMED,
+            "manifest.graph.initializers[2]": omf.Kind.MALFORMED,
+            "manifest.graph.initializers[3]": None,
+            "manifest.graph.sparse_initializers[0].values": omf.Kind.MALFORMED,
+            "manifest.graph.sparse_initializers[0].indices": omf.Kind.MALFORMED,
+            "manifest.graph.nodes[4].attributes[3].value": omf.Kind.MALFORMED,
+        },
+    },
+}
+"""Each input atheris found (fuzz/findings/*): what broke, and what the reader must report now: the strict
+error (kind, where, offset), diagnose mode's problems, and per tensor the kind ``values()`` raises (None: reads)."""
+
+
+@pytest.mark.parametrize("name", sorted({p.name for p in FINDINGS_DIR.glob("*")} | set(FINDINGS)))
+def test_fuzz_findings_regressions(name, tmp_path):
+    """Inputs atheris found: each fails cleanly through the harness and gives exactly the result pinned in FINDINGS."""
+    from onemodel_viewer.format.schema import all_tensors
+
+    path = FINDINGS_DIR / name
+    assert path.exists(), f"FINDINGS names {name}, which is not in fuzz/findings/"
+    assert name in FINDINGS, f"fuzz/findings/{name} has no expected result in FINDINGS: pin its kind and where"
+    want = FINDINGS[name]
+    data = path.read_bytes()
+    assert _guarded(data) == want["strict"][0].value
+    p = tmp_path / "finding.onemodel"
+    p.write_bytes(data)
+    with pytest.raises(omf.FormatError) as e:
+        omf.open(p)
+    assert (e.value.kind, e.value.where, e.value.offset) == want["strict"]
+    doc = omf.open(p, mode="diagnose")
+    try:
+        assert [(q.kind, q.where, q.offset) for q in doc.problems] == want["diagnose"]
+        got = {}
+        for t in all_tensors(doc.model) if doc.model is not None else ():
+            try:
+                t.values()
+                got[t.where] = None
+            except omf.FormatError as err:
+                assert err.where.startswith(t.where), (err.where, t.where)
+                got[t.where] = err.kind
+        assert got == want["values"]
+    finally:
+        doc.close()
