@@ -92,7 +92,9 @@ def check_file(path: str, keep: list | None = None) -> CheckResult:
     try:
         result.source = doc.source
         result.problems.extend(doc.problems)
-        if doc.source == "onnx":
+        if doc.source == "ort":  # the ORT reader reports its layout findings at open
+            result.findings.extend(doc.findings)
+        elif doc.source == "onnx":
             result.findings.extend(doc.findings)
             if not any(p.kind == Kind.MALFORMED and p.where == "onnx" for p in doc.problems):
                 result.problems.extend(_onnx_checker(path))

@@ -58,7 +58,7 @@ class Document:
 
     path: str
     source: str
-    """``onemodel`` or ``onnx``."""
+    """``onemodel``, ``onnx`` or ``ort``."""
     size: int
     """File length in bytes."""
     storage: Storage | None = None
@@ -74,6 +74,8 @@ class Document:
     findings: list[Finding] = field(default_factory=list)
     external_files: tuple[str, ...] = ()
     """ONNX: the external data files the model reads."""
+    extra: object = None
+    """What one format alone has (``.ort``: a :class:`~.ort.facts.OrtFacts`); None for the others."""
     mode: str = ""
     """How the OneModel reader opened it (``strict``/``diagnose``): strict skips the costly
     ``duplicate-key`` detection, which ``analysis.layout.all_findings`` then adds."""

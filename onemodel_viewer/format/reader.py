@@ -72,6 +72,7 @@ from collections.abc import Sequence
 
 from . import header as _header
 from . import manifest as _manifest
+from . import ort as _ort
 from .document import HEADER_SIZE, Document
 from .dtypes import DTYPES, STRING
 from .errors import Finding, FormatError, Kind, Problem
@@ -1293,6 +1294,11 @@ class _Resolver:
 # opening
 
 
+def resolve(model: Model, report: Reporter) -> None:
+    """Section 3's reading rules on a model another importer built (``.ort``): names, opsets, dependency order."""
+    _Resolver(report, model).run()
+
+
 def duplicate_key_findings(manifest: bytes, base: int = 64) -> list[Finding]:
     """``duplicate-key`` findings of a manifest that parses (else [])."""
     report = Reporter(False)
@@ -1381,6 +1387,8 @@ def _open(path, mode: str, keep: list | None) -> Document:
         return Document(path, "onemodel", 0, problems=[e.problem])
     try:
         first = storage.read(0, min(HEADER_SIZE, storage.size))
+        if first[:8] != _header.MAGIC and _ort.sniff(path, first[:8]):  # "ORTM" at 4..8, or a .ort name
+            return _ort.open_ort(path, mode, storage, report, resolve)
         if not sniff_onemodel(path, first[:8], storage.size):
             storage.close()
             from .onnx_bridge import import_onnx

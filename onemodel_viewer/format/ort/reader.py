@@ -1,0 +1,67 @@
+"""Open an ``.ort`` file: verify, import, resolve names, collect facts and findings."""
+
+from __future__ import annotations
+
+from ..document import Document
+from ..errors import FormatError, Kind
+from ..storage import FileStorage
+from .facts import VERSIONS, OrtFacts, Span, unowned_runs
+from .importer import Importer
+from .verify import Walker
+
+PADDING = 8
+"""Unowned runs shorter than this are the builder's alignment padding; longer ones are an ``unowned-bytes`` finding."""
+
+
+def open_ort(path: str, mode: str, storage: FileStorage, report, resolve) -> Document:
+    """Read ``storage`` (the file at ``path``, already open) as an ORT model.
+
+    ``report``: a reader ``Reporter`` (strict raises the first problem); ``resolve(model, report)``
+    applies the reading rules of section 3 (the OneModel reader's, passed in: no import cycle).
+    The document owns ``storage`` (closed on a strict failure).
+    """
+    doc = Document(path, "ort", storage.size, storage=storage, mode=mode)
+    try:
+        _read(doc, storage, report, resolve)
+    except FormatError:
+        storage.close()
+        raise
+    except RecursionError as e:  # pragma: no cover - the depth limits come first
+        storage.close()
+        raise FormatError(Kind.UNSUPPORTED, "InferenceSession", None, "nested too deeply") from e
+    doc.problems = report.problems
+    doc.findings = report.findings
+    return doc
+
+
+def _read(doc: Document, storage: FileStorage, report, resolve) -> None:
+    buf = storage.buffer()
+    size = storage.size
+    walker = Walker(buf, size, report)
+    facts = OrtFacts()
+    doc.extra = facts
+    root = walker.root()
+    spans = sorted(walker.spans)
+    facts.spans = tuple(Span(*s) for s in spans)
+    facts.starts = [s[0] for s in spans]
+    facts.unowned = tuple(unowned_runs(spans, size))
+    facts.tables_visited = walker.tables
+    if root is None:
+        return
+    imp = Importer(report, buf, storage)
+    model = imp.session(root)
+    facts.version = imp.version
+    facts.version_offset = imp.version_offset
+    facts.readers = VERSIONS.get(imp.version, "")
+    facts.kernel_type_strs = imp.kernel_type_strs(root)
+    facts.runtime_optimizations = tuple(imp.optimizations)
+    facts.nodes = imp.nodes
+    facts.payloads = tuple(imp.payloads)
+    if model is None:
+        return
+    doc.model = model
+    resolve(model, report)
+    if not report.problems:
+        for start, length in facts.unowned:
+            if length >= PADDING:
+                report.finding("unowned-bytes", "file", start, f"{length} bytes at {start} that no table, vector or string owns")
