@@ -57,7 +57,7 @@ def test_json_shape_one_object_per_line(capsys, files, tmp_path):
     for o in objs:
         assert set(o) == {"file", "valid", "problems", "findings"}
         for p in o["problems"]:
-            assert set(p) == {"kind", "where", "offset", "message"}
+            assert set(p) == {"kind", "where", "offset", "message", "rule"}
         for f in o["findings"]:
             assert set(f) == {"code", "where", "offset", "message"}
     assert objs[0] == {"file": str(ok), "valid": True, "problems": [], "findings": []}
@@ -79,7 +79,7 @@ def test_json_problems0_is_the_strict_error(capsys, files):
     with pytest.raises(FormatError) as ei:
         open_path(bad)
     _, [obj], _ = run_json(capsys, [bad])
-    assert obj["problems"][0] == ei.value.problem.as_json()
+    assert obj["problems"][0] == dict(ei.value.problem.as_json(), rule=obj["problems"][0]["rule"])
 
 
 def test_json_survives_hostile_bytes(capsys, tmp_path):

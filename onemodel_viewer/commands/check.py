@@ -5,7 +5,7 @@ any finding); usage errors (2) are argparse's.
 
 ``--json`` prints one JSON object per file and line::
 
-    {"file": str, "valid": bool, "problems": [{"kind", "where", "offset", "message"}],
+    {"file": str, "valid": bool, "problems": [{"kind", "where", "offset", "message", "rule"}],
      "findings": [{"code", "where", "offset", "message"}]}
 
 ``problems[0]`` is the error strict reading raises. Output is ASCII JSON (``ensure_ascii``), so
@@ -58,10 +58,12 @@ class CheckResult:
         return not self.problems
 
     def as_json(self) -> dict:
+        if self.problems:
+            from ..format.spec_rules import rule_of
         return {
             "file": self.file,
             "valid": self.valid,
-            "problems": [p.as_json() for p in self.problems],
+            "problems": [dict(p.as_json(), rule=getattr(rule_of(p), "id", None)) for p in self.problems],
             "findings": [f.as_json() for f in self.findings],
         }
 
@@ -196,14 +198,19 @@ def render(result: CheckResult, strict: bool = False):
     title.append(f"  ({len(result.problems)} problem{'s' * (len(result.problems) != 1)}, "
                  f"{len(result.findings)} finding{'s' * (len(result.findings) != 1)})", style="dim")
     parts.append(title)
+    from ..format.spec_rules import rule_of
+
     for i, p in enumerate(result.problems):
-        parts.append(_item(result, f"{p.kind.value}", p.where, p.offset, p.message, "red", first=i == 0))
+        rule = rule_of(p)
+        parts.append(_item(result, f"{p.kind.value}", p.where, p.offset, p.message, "red", first=i == 0,
+                           rule=rule.label() if rule else None))
     for f in result.findings:
         parts.append(_item(result, f"finding {f.code}", f.where, f.offset, f.message, "yellow", first=False))
     return Group(*parts)
 
 
-def _item(result: CheckResult, label: str, where: str, offset: int | None, message: str, color: str, first: bool):
+def _item(result: CheckResult, label: str, where: str, offset: int | None, message: str, color: str, first: bool,
+          rule: str | None = None):
     from rich.console import Group
     from rich.text import Text
 
@@ -220,6 +227,8 @@ def _item(result: CheckResult, label: str, where: str, offset: int | None, messa
     msg = Text("    ")
     msg.append(visible(message, 500))
     rows = [line, msg]
+    if rule:
+        rows.append(Text(f"    rule: {rule}", style="dim"))
     if offset is not None and os.path.isfile(result.file):
         ex = _excerpt(result.file, offset)
         if ex is not None:
