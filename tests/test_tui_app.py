@@ -483,7 +483,7 @@ async def test_small_terminal_80x24():
 async def test_exit_after_first_screen_hook():
     app = make_app(str(need(SHOWCASE)), exit_after_first_screen=True)
     async with app.run_test(size=SIZE) as pilot:
-        for _ in range(50):
+        for _ in range(200):
             if not app.is_running:
                 break
             await pilot.pause(0.05)
@@ -573,11 +573,15 @@ async def test_selecting_a_node_highlights_its_manifest_bytes():
         await settle(pilot)
         doc = app.document
         node = doc.model.graph.nodes[3]
-        app.reveal(node.where)
-        await pilot.pause(0.4)  # the lookup is debounced
-        await settle(pilot)
         hexv = app.query_one(HexView)
         m0, mlen = doc.manifest_span
+        app.reveal(node.where)
+        # the lookup is debounced (LOCATE_DELAY), then runs in a worker: wait for its effect, bounded generously
+        for _ in range(200):
+            await pilot.pause(0.05)
+            if hexv.highlight is not None and m0 <= hexv.highlight[0] < m0 + mlen:
+                break
+        await settle(pilot)
         assert hexv.highlight is not None
         start, end = hexv.highlight
         assert m0 <= start < end <= m0 + mlen and hexv.cursor == start
@@ -624,8 +628,11 @@ async def test_stats_progress_bar_for_big_tensors(monkeypatch):
         await settle(pilot)
         app.reveal(app.document.model.graph.initializers[0].where)
         assert await asyncio.to_thread(halfway.wait, 5)
-        await pilot.pause(0.1)
         bar = app.query_one(ProgressBar)
+        for _ in range(200):  # the 50% update is a posted message: wait for it, bounded generously
+            if bar.progress == 50:
+                break
+            await pilot.pause(0.05)
         assert not bar.has_class("hidden") and bar.progress == 50
         release.set()
         await settle(pilot)
@@ -690,7 +697,7 @@ async def test_stats_summary_shown_before_histogram(monkeypatch):
         t = next(t for t in app.document.model.graph.initializers if t.dtype == 1 and t.count > 1000)
         app.reveal(t.where)
         panel = app.query_one(StatsPanel)
-        for _ in range(50):
+        for _ in range(200):
             await pilot.pause(0.05)
             if "min" in panel.summary_text():
                 break
@@ -733,7 +740,7 @@ async def test_stats_sampled_histogram_then_exact(monkeypatch):
         assert await asyncio.to_thread(reached.wait, 5)
         panel = app.query_one(StatsPanel)
         spark = app.query_one(Sparkline)
-        for _ in range(50):
+        for _ in range(200):
             await pilot.pause(0.05)
             if not spark.has_class("hidden"):
                 break
@@ -782,7 +789,7 @@ async def test_stats_cancel_after_sampled_histogram_hides_it(monkeypatch):
         app.reveal(t.where)
         assert await asyncio.to_thread(reached.wait, 5)
         panel = app.query_one(StatsPanel)
-        for _ in range(50):
+        for _ in range(200):
             await pilot.pause(0.05)
             if "≈" in str(panel.border_subtitle):
                 break
@@ -796,16 +803,29 @@ async def test_stats_cancel_after_sampled_histogram_hides_it(monkeypatch):
 
 @aio
 async def test_stats_progress_updates_are_throttled(monkeypatch):
-    """Every progress update repaints the screen: a fast run posts a few, not one per percent."""
+    """Every progress update repaints the screen: one is posted only when the percentage changed and
+    PROGRESS_INTERVAL has passed since the last one; the first and the 100% always. A fake clock the
+    computation advances makes the sequence exact, whatever the machine's speed."""
+    import time
+    import types
+
     import onemodel_viewer.analysis.stats as stats_mod
 
     from onemodel_viewer.tui import stats_panel
 
     monkeypatch.setattr(stats_panel, "PROGRESS_MIN", 1)
+    monkeypatch.setattr(stats_panel, "PROGRESS_INTERVAL", 0.1)
     real = stats_mod.compute_stats
+    now = [0.0]
+    fake_time = types.ModuleType("time")  # the panel's own view of the time module; the event loop keeps the real one
+    fake_time.__dict__.update(vars(time), monotonic=lambda: now[0])
+    monkeypatch.setattr(stats_panel, "time", fake_time)
+    # (from step, clock): 1,001 steps of 0.1% each
+    clock = [(0, 0.0), (500, 0.05), (750, 0.1), (755, 0.3), (760, 0.35)]
 
     def fast(tensor, *, cancel=None, progress=None, **_):
         for i in range(1001):
+            now[0] = max(c for start, c in clock if start <= i)
             progress(i, 1000)
         return real(tensor, cancel=cancel)
 
@@ -824,7 +844,9 @@ async def test_stats_progress_updates_are_throttled(monkeypatch):
         app.reveal(app.document.model.graph.initializers[0].where)
         await settle(pilot)
         assert app.query_one(StatsPanel).state == "done"
-    assert seen and seen[0] == 0 and seen[-1] == 100 and len(seen) <= 3
+    # 0: the first; 50% at 0.05 s: too soon; 75% at 0.1 s: the interval passed; at 0.3 s still 75%: no
+    # change; 76% at 0.35 s; 77..99% at the same time: too soon; 100%: always
+    assert seen == [0, 75, 76, 100]
 
 
 @aio
