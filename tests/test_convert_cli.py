@@ -157,3 +157,45 @@ def test_command_line_process(tmp_path):
     doc = omf.open(tmp_path / "s.onemodel")
     assert len(list(all_tensors(doc.model))) > 0
     doc.close()
+
+
+HOSTILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "testdata", "hostile")
+
+
+@pytest.mark.parametrize("name,where", [
+    ("valid-nesting-64-graphs.onemodel", "manifest.graph.nodes[5].attributes[0].value.nodes[0].attributes[0].value"),
+    ("valid-nesting-64-types.onemodel", "manifest.graph.inputs[0].type.inner.inner"),
+])
+def test_export_nested_past_protobuf_depth_is_refused(tmp_path, capsys, name, where):
+    """--export wrote these valid models as ONNX that onnx.load (and this project) reject as Malformed, and
+    exited 0. Now: exit 1, one error line naming Unsupported, the deepest path and the limit, nothing written."""
+    src = os.path.join(HOSTILE, name)
+    before = _sha(src)
+    dst = tmp_path / "out" / "m.onnx"
+    dst.parent.mkdir()
+    assert main(["--export", src, str(dst)]) == 1
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    errors = [line for line in err.splitlines() if ": error: " in line]  # the files' findings are warnings
+    assert len(errors) == 1, err
+    assert errors[0].startswith(f"onemodel-view: error: Unsupported at {where}")
+    assert "stop at 100" in errors[0]
+    assert os.listdir(dst.parent) == []
+    assert _sha(src) == before
+
+
+def test_export_at_protobuf_depth_100_exits_0_and_loads(tmp_path, capsys):
+    """The deepest model protobuf decodes (34 graph levels, the innermost empty: 100 messages) still exports."""
+    from test_reader_util import graph, model, node, pack
+
+    inner = graph()
+    for level in range(33, 0, -1):
+        inner = graph(nodes=[node("If", [], [f"o{level}"], attributes=[{"name": "then_branch", "type": 5, "value": inner}])])
+    src = tmp_path / "deep.onemodel"
+    src.write_bytes(pack(model(inner)))
+    assert main(["--export", str(src), str(tmp_path / "deep.onnx")]) == 0
+    assert ": error: " not in capsys.readouterr().err
+    g = onnx.load(str(tmp_path / "deep.onnx")).graph
+    for _ in range(33):
+        g = g.node[0].attribute[0].g
+    assert len(g.node) == 0

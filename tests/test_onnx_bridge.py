@@ -450,3 +450,261 @@ def test_external_hard_link_is_refused(tmp_path):
     with pytest.raises(FormatError) as e:
         onnx_bridge.import_onnx(_save(d, _ext_model("w.bin")))
     assert (e.value.kind, e.value.where) == (Kind.MALFORMED, "onnx.graph.initializers[0].external_data.location")
+
+
+# ---------------------------------------------------------------------------------------------
+# export: protobuf nesting depth (issue 11.7)
+#
+# upb (onnx.load) and C++ protobuf (onnx.checker, ONNX Runtime) decode at most 100 submessages inside a
+# ModelProto (ModelProto = depth 0). Graph nesting: GraphProto > NodeProto > AttributeProto > GraphProto,
+# 3 per level, so the main graph is at 1 and the graph of level L at 3L-2; type nesting: TypeProto >
+# Sequence > TypeProto, 2 per level, a graph input's type at 3, its k-th inner type at 3+2k, then
+# TypeProto.Tensor +1, TensorShapeProto +2, Dimension +3.
+
+
+def _proto_depth_oracle(msg, d=0) -> int:
+    """The deepest submessage of a built (never parsed) protobuf message, by its descriptor."""
+    best = d
+    for fd, v in msg.ListFields():
+        if fd.message_type is not None:
+            for x in (v if fd.is_repeated else (v,)):
+                best = max(best, _proto_depth_oracle(x, d + 1))
+    return best
+
+
+def _decodes(mp) -> bool:
+    try:
+        onnx.load_from_string(mp.SerializeToString())
+    except Exception:  # google.protobuf.message.DecodeError: Exceeded upb_DecodeOptions_MaxDepth
+        return False
+    return True
+
+
+def _open_manifest(tmp_path, m, data=b"", name="deep.onemodel"):
+    from test_reader_util import pack, write
+
+    return omf.open(write(tmp_path, pack(m, data), name))
+
+
+def _graph_chain(levels: int, leaf_nodes: list) -> dict:
+    """A main graph (level 1) and ``levels - 1`` graphs nested in If attributes; the innermost holds ``leaf_nodes``."""
+    from test_reader_util import graph, model, node
+
+    inner = graph(nodes=leaf_nodes)
+    for level in range(levels - 1, 0, -1):
+        inner = graph(nodes=[node("If", [], [f"o{level}"], attributes=[{"name": "then_branch", "type": 5, "value": inner}])])
+    return model(inner)
+
+
+def _graph_path(levels: int) -> str:
+    return "manifest.graph" + ".nodes[0].attributes[0].value" * (levels - 1)
+
+
+def _type_chain(sequences: int, shape) -> dict:
+    from test_reader_util import graph, model, node
+
+    t: dict = {"kind": "tensor", "elem": 1}
+    if shape is not None:
+        t["shape"] = shape
+    for _ in range(sequences):
+        t = {"kind": "sequence", "inner": t}
+    return model(graph(inputs=[{"name": "x", "type": t}], nodes=[node("Identity", ["x"], ["y"])], outputs=[{"name": "y"}]))
+
+
+def _assert_refused(tmp_path, doc, depth: int, where: str, external: bool = False) -> None:
+    ext = {id(t): ("m.onnx.data", 0, t.length) for t in all_tensors(doc.model)} if external else {}
+    assert onnx_bridge.proto_depth(doc.model, ext) == (depth, where)
+    assert not _decodes(onnx_bridge.model_to_proto(doc.model, external=ext))  # the refusal is right, not cautious
+    with pytest.raises(FormatError) as e:
+        onnx_bridge.export_onnx(doc.model, tmp_path / "out" / "m.onnx", external=external)
+    assert (e.value.kind, e.value.where, e.value.offset) == (Kind.UNSUPPORTED, where, None)
+    assert f"{depth} deep" in e.value.message and "100" in e.value.message
+    assert os.listdir(tmp_path / "out") == []  # nothing written, no temporary file left
+
+
+def _assert_exports(tmp_path, doc, depth: int, **kw) -> None:
+    dst = tmp_path / "out" / "m.onnx"
+    onnx_bridge.export_onnx(doc.model, dst, **kw)
+    back = onnx.load(str(dst))
+    assert _proto_depth_oracle(back) == depth
+    again = onnx_bridge.import_onnx(dst)
+    assert onnx_bridge.proto_depth(again.model)[0] == depth
+    again.close()
+
+
+@pytest.fixture
+def out(tmp_path):
+    (tmp_path / "out").mkdir()
+    return tmp_path / "out"
+
+
+def test_export_graph_nesting_boundary(tmp_path, out):
+    """--export wrote ONNX nested past protobuf's decoding depth (exit 0, unreadable by onnx.load and by
+    this project). 34 graph levels with an empty innermost graph are 100 messages deep: exported and
+    loaded; a node in that graph is 101: refused (Unsupported at that node) before writing."""
+    from test_reader_util import node
+
+    doc = _open_manifest(tmp_path, _graph_chain(34, []))
+    assert onnx_bridge.proto_depth(doc.model) == (100, _graph_path(34))
+    _assert_exports(tmp_path, doc, 100)
+    doc.close()
+    (out / "m.onnx").unlink()
+    doc = _open_manifest(tmp_path, _graph_chain(34, [node("Relu", [], ["leaf"])]))
+    _assert_refused(tmp_path, doc, 101, _graph_path(34) + ".nodes[0]")
+    doc.close()
+
+
+@pytest.mark.parametrize("sequences,shape,depth,tail", [
+    (48, None, 100, ""),  # TypeProto.Tensor of the innermost type (3 + 2*48) at 100
+    (47, [1], 100, ".shape[0]"),  # its Dimension at 3 + 2*47 + 3
+    (48, [], 101, ".shape"),  # the (empty) TensorShapeProto one deeper: an empty message counts
+    (48, [1], 102, ".shape[0]"),
+    (49, None, 102, ""),
+])
+def test_export_type_nesting_boundary(tmp_path, out, sequences, shape, depth, tail):
+    """The same for types (TypeProto > Sequence > TypeProto ...): depth 100 exports and loads with onnx.load,
+    101 and more is refused at the deepest type's path."""
+    doc = _open_manifest(tmp_path, _type_chain(sequences, shape))
+    where = "manifest.graph.inputs[0].type" + ".inner" * sequences + tail
+    if depth <= 100:
+        assert onnx_bridge.proto_depth(doc.model) == (depth, where)
+        _assert_exports(tmp_path, doc, depth)
+    else:
+        _assert_refused(tmp_path, doc, depth, where)
+    doc.close()
+
+
+def test_export_external_data_entries_count(tmp_path, out):
+    """A tensor at depth 100 exports inline; as external data its external_data entries are at 101: refused
+    (nothing written, neither the .onnx nor its .data)."""
+    from test_reader_util import node, tensor
+
+    big = {"name": "t", "type": 4, "value": tensor("c", 1, [256], 0, 1024)}
+    doc = _open_manifest(tmp_path, _graph_chain(33, [node("Constant", [], ["leaf"], attributes=[big])]), bytes(1024))
+    where = _graph_path(33) + ".nodes[0].attributes[0].value"
+    assert onnx_bridge.proto_depth(doc.model) == (100, where)
+    _assert_exports(tmp_path, doc, 100)
+    (out / "m.onnx").unlink()
+    _assert_refused(tmp_path, doc, 101, where + ".data", external=True)
+    doc.close()
+
+
+@pytest.mark.parametrize("name", ["valid-nesting-64-graphs.onemodel", "valid-nesting-64-types.onemodel"])
+def test_export_of_the_nesting_64_files_is_refused(tmp_path, out, name):
+    """The hostile corpus' deepest valid files: 64 graph levels are 191 messages deep, 64 type levels 130."""
+    doc = omf.open(os.path.join(os.path.dirname(__file__), "..", "testdata", "hostile", name))
+    if "graphs" in name:
+        depth, where = 191, "manifest.graph.nodes[5].attributes[0].value" + ".nodes[0].attributes[0].value" * 62 + ".outputs[0]"
+    else:
+        depth, where = 130, "manifest.graph.inputs[0].type" + ".inner" * 62 + ".shape[0]"
+    _assert_refused(tmp_path, doc, depth, where)
+    doc.close()
+
+
+def test_proto_depth_matches_the_exported_messages_of_every_valid_file():
+    """proto_depth follows model_to_proto exactly (inline and with every tensor external) on every bundled model."""
+    root = os.path.join(os.path.dirname(__file__), "..", "testdata")
+    names = [os.path.join(root, "valid", n) for n in sorted(os.listdir(os.path.join(root, "valid"))) if n.endswith((".onemodel", ".onnx"))]
+    names += [os.path.join(root, "hostile", n) for n in sorted(os.listdir(os.path.join(root, "hostile"))) if n.startswith("valid-")]
+    for path in names:
+        doc = omf.open(path)
+        ext = {id(t): ("x.data", 0, t.length) for t in all_tensors(doc.model) if t.dtype != 8}
+        for e in ({}, ext):
+            assert onnx_bridge.proto_depth(doc.model, e)[0] == _proto_depth_oracle(onnx_bridge.model_to_proto(doc.model, external=e)), path
+        doc.close()
+
+
+def _random_model(rng):
+    """Records of every nesting construct (all attribute kinds, sparse tensors, map/optional/opaque types,
+    function defaults), sized to land around protobuf's limit."""
+    from onemodel_viewer.format.schema import Attribute, Function, Graph, Model, Node, OperatorSet, SparseTensor, Tensor, Type, ValueInfo
+
+    def tensor_(w):
+        return Tensor("t", 1, (0,), where=w)
+
+    def type_(w, n):
+        if n <= 0 or rng.random() < 0.15:
+            k = rng.choice(["tensor", "sparse_tensor", "opaque"])
+            if k == "opaque":
+                return Type("opaque", domain="d", name="n", where=w)
+            return Type(k, elem=1, shape=rng.choice([None, (), (1, "n", None)]), where=w)
+        k = rng.choice(["sequence", "optional", "map"])
+        return Type(k, key=7 if k == "map" else 0, inner=type_(w + ".inner", n - 1), where=w)
+
+    def attr_(w, levels, spine=False):
+        """``spine``: a GRAPH/GRAPHS attribute whose first graph nests ``levels - 1`` more levels (others: at most 1)."""
+        kinds = [AttrType.INT, AttrType.TENSOR, AttrType.TENSORS, AttrType.SPARSE_TENSOR, AttrType.SPARSE_TENSORS,
+                 AttrType.TYPE_PROTO, AttrType.TYPE_PROTOS] + [AttrType.GRAPH, AttrType.GRAPHS] * (levels > 0)
+        t = rng.choice([AttrType.GRAPH, AttrType.GRAPHS] if spine else kinds)
+        v = w + ".value"
+        sub = levels - 1 if spine else min(levels - 1, 1)
+        value = {
+            AttrType.INT: lambda: 1,
+            AttrType.TENSOR: lambda: tensor_(v),
+            AttrType.TENSORS: lambda: (tensor_(v + "[0]"), tensor_(v + "[1]")),
+            AttrType.SPARSE_TENSOR: lambda: SparseTensor(tensor_(v + ".values"), tensor_(v + ".indices"), (4,), v),
+            AttrType.SPARSE_TENSORS: lambda: (SparseTensor(tensor_(v + "[0].values"), tensor_(v + "[0].indices"), (4,), v + "[0]"),),
+            AttrType.TYPE_PROTO: lambda: type_(v, rng.randrange(0, 12)),
+            AttrType.TYPE_PROTOS: lambda: (type_(v + "[0]", rng.randrange(0, 12)),),
+            AttrType.GRAPH: lambda: graph_(v, sub),
+            AttrType.GRAPHS: lambda: tuple(graph_(f"{v}[{i}]", sub if i == 0 else min(sub, 1)) for i in range(rng.randrange(1, 3))),
+        }[t]()
+        return Attribute("a", int(t), value, where=w)
+
+    def graph_(w, levels):
+        vis = tuple(ValueInfo("v", type_(f"{w}.inputs[{i}].type", rng.randrange(0, 10)) if rng.random() < 0.7 else None,
+                              f"{w}.inputs[{i}]") for i in range(rng.randrange(0, 2)))
+        inits = (tensor_(w + ".initializers[0]"),) if rng.random() < 0.3 else ()
+        sparse = (SparseTensor(tensor_(w + ".sparse_initializers[0].values"), tensor_(w + ".sparse_initializers[0].indices"),
+                               (4,), w + ".sparse_initializers[0]"),) if rng.random() < 0.2 else ()
+        nodes = []
+        spine = rng.randrange(2) if levels > 0 else -1
+        for i in range(rng.randrange(0, 3) if levels == 0 else 2):
+            nw = f"{w}.nodes[{i}]"
+            n_attrs = rng.randrange(1 if i == spine else 0, 3)
+            attrs = tuple(attr_(f"{nw}.attributes[{j}]", levels, i == spine and j == 0) for j in range(n_attrs))
+            nodes.append(Node("Op", inputs=("v",), outputs=(f"o{i}",), attributes=attrs, where=nw))
+        return Graph(inputs=vis, outputs=vis, initializers=inits, sparse_initializers=sparse, nodes=tuple(nodes), where=w)
+
+    levels = rng.randrange(23, 32)
+    functions = ()
+    if rng.random() < 0.4:
+        fw = "manifest.functions[0]"
+        functions = (Function("F", attribute_defaults=(attr_(fw + ".attribute_defaults[0]", levels, True),),
+                              nodes=(Node("Op", attributes=(attr_(fw + ".nodes[0].attributes[0]", levels, True),), where=fw + ".nodes[0]"),),
+                              where=fw),)
+    return Model(8, graph_("manifest.graph", levels), opsets=(OperatorSet("", 17),), functions=functions)
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_proto_depth_is_exact_and_protobuf_decodes_exactly_up_to_100(seed):
+    """Random nesting around the limit: proto_depth equals the built ModelProto's depth, and the installed
+    protobuf (onnx.load) decodes the serialized model if and only if that depth is at most 100."""
+    import random
+
+    rng = random.Random(seed)
+    for _ in range(4):
+        model = _random_model(rng)
+        tensors = [t for t in all_tensors(model)]
+        ext = {id(t): ("x.data", 0, 0) for t in tensors if rng.random() < 0.5}
+        mp = onnx_bridge.model_to_proto(model, external=ext)
+        depth = onnx_bridge.proto_depth(model, ext)[0]
+        assert depth == _proto_depth_oracle(mp)
+        assert _decodes(mp) == (depth <= onnx_bridge.PROTO_DEPTH_LIMIT), depth
+
+
+def test_export_of_records_nested_past_the_python_stack_is_unsupported(tmp_path):
+    """A model built in memory with 5,000 nested types: Unsupported before the (recursive) exporter runs,
+    never a RecursionError."""
+    from onemodel_viewer.format.schema import Graph, Model, Type, ValueInfo
+
+    where = "manifest.graph.inputs[0].type"
+    t = Type("tensor", elem=1, where=where + ".inner" * 5000)
+    for i in range(4999, -1, -1):
+        t = Type("optional", inner=t, where=where + ".inner" * i)
+    m = Model(8, Graph(inputs=(ValueInfo("x", t, "manifest.graph.inputs[0]"),), where="manifest.graph"))
+    assert onnx_bridge.proto_depth(m) == (3 + 2 * 5000 + 1, where + ".inner" * 5000)
+    with pytest.raises(FormatError) as e:
+        onnx_bridge.export_onnx(m, tmp_path / "m.onnx")
+    assert (e.value.kind, e.value.where) == (Kind.UNSUPPORTED, where + ".inner" * 5000)
+    assert os.listdir(tmp_path) == []

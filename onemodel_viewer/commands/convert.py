@@ -90,7 +90,11 @@ def run_convert(src: str, dst: str) -> int:
 
 
 def run_export(src: str, dst: str) -> int:
-    """Write SRC (OneModel or ONNX) as an ONNX file DST (weights over 2 GB go to DST.data). 0 ok, 1 error."""
+    """Write SRC (OneModel or ONNX) as an ONNX file DST (weights over 2 GB go to DST.data). 0 ok, 1 error.
+
+    A model the ONNX file could not hold readably (nested deeper than protobuf decodes) is refused before
+    anything is written: Unsupported at its deepest path (``onnx_bridge.proto_depth``).
+    """
     from ..format import onnx_bridge
 
     def action(doc, out):

@@ -26,18 +26,23 @@ Decisions (see the report / README format notes):
   ``denotation``, ``quantization_annotation``, function ``value_info``,
   ``training_info``, ``configuration``, node ``device_configurations``) are
   dropped with a ``dropped-field`` finding; a negative ``dim_value`` becomes an
-  unknown dimension with a ``negative-dim`` finding (CLARIFICATIONS).
+  unknown dimension with a ``negative-dim`` finding (CLARIFICATIONS);
+* export of a model whose ONNX file would nest protobuf messages more than
+  :data:`PROTO_DEPTH_LIMIT` deep (graphs in attributes, types in types) is
+  **Unsupported** at the deepest record's ``where``, refused before anything is
+  written (CLARIFICATIONS): every protobuf decoder would reject the file.
 
 numpy and onnx are imported inside functions only.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import stat
 import struct
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING, Container, Iterable, Iterator
 
 from .document import Document
 from .dtypes import DTYPES, STRING
@@ -63,10 +68,14 @@ from .storage import BytesStorage, FileStorage
 if TYPE_CHECKING:  # pragma: no cover
     import onnx
 
-__all__ = ["import_onnx", "import_proto", "model_to_proto", "export_onnx", "PROTO_LIMIT", "EXTERNAL_THRESHOLD"]
+__all__ = ["import_onnx", "import_proto", "model_to_proto", "export_onnx", "proto_depth", "PROTO_LIMIT", "PROTO_DEPTH_LIMIT",
+           "EXTERNAL_THRESHOLD"]
 
 PROTO_LIMIT = 2_000_000_000
 """Tensor bytes above which :func:`export_onnx` moves weights to external data (protobuf caps a message at 2 GiB)."""
+PROTO_DEPTH_LIMIT = 100
+"""Submessages a protobuf decoder opens inside a ModelProto at most: the default recursion limit of upb
+(``onnx.load``) and of C++ protobuf (``onnx.checker``, ONNX Runtime). A file nested deeper is unreadable."""
 EXTERNAL_THRESHOLD = 1024
 """Tensors of at least this many bytes go to the external file when weights are external (onnx's own default)."""
 
@@ -844,6 +853,81 @@ class _Exporter:
             self.function(f, mp.functions.add())
 
 
+_MESSAGE_ATTRS = frozenset({AttrType.TENSOR, AttrType.GRAPH, AttrType.TENSORS, AttrType.GRAPHS, AttrType.SPARSE_TENSOR,
+                            AttrType.SPARSE_TENSORS, AttrType.TYPE_PROTO, AttrType.TYPE_PROTOS})
+"""Attribute types whose value is written as submessages of the AttributeProto."""
+
+
+def proto_depth(model: Model, external: Container[int] = frozenset()) -> tuple[int, str]:
+    """How deep :func:`model_to_proto` nests protobuf messages, and the ``where`` of the first deepest one.
+
+    The ModelProto is depth 0 and each submessage one more, exactly as the
+    exporter writes them: a graph in a node attribute is 3 deeper than its graph
+    (GraphProto > NodeProto > AttributeProto > GraphProto), a sequence, optional
+    or map type 2 deeper than its type (TypeProto > Sequence > TypeProto), a
+    tensor type's shape 2 and its dims 3 deeper (TypeProto > Tensor >
+    TensorShapeProto > Dimension), an external tensor's entries 1 deeper.
+    ``external`` holds ``id()`` of tensors written as external data. "First" is
+    in the exporter's field order (a pre-order walk); the walk keeps its own
+    stack: any nesting, never a RecursionError.
+    """
+    best, best_where = 0, model.where
+    stack: list[tuple[int, Iterator]] = [(1, iter((model.graph, *model.functions)))]
+    while stack:
+        d, it = stack[-1]
+        rec = next(it, None)
+        if rec is None:
+            stack.pop()
+            continue
+        if d > best:
+            best, best_where = d, rec.where
+        cls = rec.__class__
+        if cls is Node:
+            attrs = rec.attributes
+            if attrs:
+                if d + 1 > best:  # every attribute is one deeper; the first one is met first
+                    best, best_where = d + 1, attrs[0].where
+                nested = [a for a in attrs if a.type in _MESSAGE_ATTRS and a.value is not None and not a.ref]
+                if nested:
+                    stack.append((d + 1, iter(nested)))
+        elif cls is Graph:
+            stack.append((d + 1, itertools.chain(rec.inputs, rec.outputs, rec.value_info, rec.initializers,
+                                                 rec.sparse_initializers, rec.nodes)))
+        elif cls is Attribute:  # one whose value is messages
+            v = rec.value
+            stack.append((d + 1, iter(v if v.__class__ is tuple else (v,))))
+        elif cls is ValueInfo:
+            if rec.type is not None:
+                stack.append((d + 1, iter((rec.type,))))
+        elif cls is Type:
+            w = rec.where
+            if d + 1 > best:  # TypeProto.Tensor / Sequence / Optional / Map / Opaque
+                best, best_where = d + 1, w
+            if rec.kind in ("tensor", "sparse_tensor"):
+                if rec.shape is not None and d + 2 > best:  # TensorShapeProto (present even when empty)
+                    best, best_where = d + 2, w + ".shape"
+                if rec.shape and d + 3 > best:  # Dimension
+                    best, best_where = d + 3, w + ".shape[0]"
+            elif rec.inner is not None:
+                stack.append((d + 2, iter((rec.inner,))))
+        elif cls is SparseTensor:
+            stack.append((d + 1, iter((rec.values, rec.indices))))
+        elif cls is Tensor:
+            if id(rec) in external and d + 1 > best:  # StringStringEntryProto: location, offset, length
+                best, best_where = d + 1, rec.where + ".data"
+        elif cls is Function:
+            stack.append((d + 1, itertools.chain(rec.attribute_defaults, rec.nodes)))
+    return best, best_where
+
+
+def _refuse_too_deep(model: Model, external: Container[int] = frozenset()) -> None:
+    depth, where = proto_depth(model, external)
+    if depth > PROTO_DEPTH_LIMIT:
+        raise FormatError(Kind.UNSUPPORTED, where, None,
+                          f"the ONNX file would nest protobuf messages {depth} deep here; protobuf decoders "
+                          f"(onnx.load, onnx.checker, ONNX Runtime) stop at {PROTO_DEPTH_LIMIT}")
+
+
 def model_to_proto(model: Model, *, external: dict[int, tuple[str, int, int]] | None = None) -> "onnx.ModelProto":
     """An ONNX ModelProto of ``model``: raw_data for every tensor (bytes copied into the proto).
 
@@ -863,7 +947,9 @@ def export_onnx(model: Model, path: str | os.PathLike, *, sources: Iterable[str]
     When the tensors' bytes exceed :data:`PROTO_LIMIT` (or ``external=True``),
     every tensor of at least :data:`EXTERNAL_THRESHOLD` bytes is streamed into
     ``<path>.data`` beside it (64-byte aligned) and referenced as external data.
-    Refuses a destination (or its ``.data``) that is a file the model reads.
+    Refuses a destination (or its ``.data``) that is a file the model reads, and
+    a model nested deeper than protobuf decodes (:func:`proto_depth` over
+    :data:`PROTO_DEPTH_LIMIT`: Unsupported), before anything is written.
     """
     from . import writer
 
@@ -881,6 +967,7 @@ def export_onnx(model: Model, path: str | os.PathLike, *, sources: Iterable[str]
     if external and not any(t.length >= EXTERNAL_THRESHOLD for t in tensors):
         external = False  # nothing big enough to move: no empty .data file
     if not external:
+        _refuse_too_deep(model)
         fds = writer._SourceFds()
         try:
             with writer.atomic_output(dst) as f:
@@ -899,6 +986,7 @@ def export_onnx(model: Model, path: str | os.PathLike, *, sources: Iterable[str]
             ext[id(t)] = (location, off, t.length)
             order.append(t)
             cursor = off + t.length
+    _refuse_too_deep(model, ext)
     mp = model_to_proto(model, external=ext)
     try:
         blob = mp.SerializeToString()
