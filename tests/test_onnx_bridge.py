@@ -708,3 +708,21 @@ def test_export_of_records_nested_past_the_python_stack_is_unsupported(tmp_path)
         onnx_bridge.export_onnx(m, tmp_path / "m.onnx")
     assert (e.value.kind, e.value.where) == (Kind.UNSUPPORTED, where + ".inner" * 5000)
     assert os.listdir(tmp_path) == []
+
+
+def test_import_of_onnx_nested_past_protobuf_depth_is_malformed(tmp_path):
+    """The import side needs no change: an ONNX file 101 messages deep is unparseable protobuf (Malformed at
+    ``onnx``, as onnx.load refuses it too); 100 deep imports."""
+    from test_reader_util import node
+
+    for leaf, ok in (([], True), ([node("Relu", [], ["leaf"])], False)):
+        doc = _open_manifest(tmp_path, _graph_chain(34, leaf))
+        p = tmp_path / "deep.onnx"
+        p.write_bytes(onnx_bridge.model_to_proto(doc.model).SerializeToString())
+        doc.close()
+        if ok:
+            onnx_bridge.import_onnx(p).close()
+        else:
+            with pytest.raises(FormatError) as e:
+                onnx_bridge.import_onnx(p)
+            assert (e.value.kind, e.value.where) == (Kind.MALFORMED, "onnx")
