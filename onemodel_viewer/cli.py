@@ -9,6 +9,8 @@ Contract (scripts rely on it; see README):
 ``onemodel-view --diff A B --json`` / ``--summary``    0 equal, 1 different, 2 error
 ``onemodel-view --convert SRC.onnx DST.onemodel``      0 ok, 1 error
 ``onemodel-view --export SRC.onemodel DST.onnx``       0 ok, 1 error
+``onemodel-view --patch IN OUT EDIT... [--raw]``       0 written, 1 error, 2 usage
+``onemodel-view --shrink IN OUT [--seconds N]``        0 written, 1 nothing to shrink or error
 =====================================================  ==========================================
 """
 
@@ -29,7 +31,12 @@ def build_parser() -> argparse.ArgumentParser:
     mode.add_argument("--diff", action="store_true", help="compare two files A B")
     mode.add_argument("--convert", action="store_true", help="convert SRC.onnx to DST.onemodel")
     mode.add_argument("--export", action="store_true", help="export SRC.onemodel to DST.onnx")
-    p.add_argument("--json", action="store_true", help="machine-readable output (--check, --diff)")
+    mode.add_argument("--patch", action="store_true",
+                      help="write IN with EDITs as OUT: header.<field>=N, <manifest path>=<JSON>, bytes@<offset>=<hex>, truncate=N")
+    mode.add_argument("--shrink", action="store_true", help="write a small OUT that fails like IN's first problem")
+    p.add_argument("--json", action="store_true", help="machine-readable output (--check, --diff, --patch)")
+    p.add_argument("--raw", action="store_true", help="--patch: keep the header as it is after manifest edits")
+    p.add_argument("--seconds", type=float, default=60.0, help="--shrink: time budget (default 60)")
     p.add_argument("--summary", action="store_true", help="readable report instead of the viewer (--diff)")
     p.add_argument("--strict", action="store_true", help="--check: findings count as failures too")
     p.add_argument("files", nargs="*", metavar="FILE")
@@ -48,14 +55,19 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     files = args.files
-    _one_shot = bool(args.check or args.convert or args.export or (args.diff and (args.json or args.summary)))
+    _one_shot = bool(args.check or args.convert or args.export or args.patch or args.shrink
+                     or (args.diff and (args.json or args.summary)))
 
     def need(n: int | None, what: str) -> None:
         if (n is None and not files) or (n is not None and len(files) != n):
             parser.error(f"{what}")
 
-    if args.json and not (args.check or args.diff):
-        parser.error("--json goes with --check or --diff")
+    if args.json and not (args.check or args.diff or args.patch):
+        parser.error("--json goes with --check, --diff or --patch")
+    if args.raw and not args.patch:
+        parser.error("--raw goes with --patch")
+    if args.seconds != 60.0 and not args.shrink:
+        parser.error("--seconds goes with --shrink")
     if args.summary and not args.diff:
         parser.error("--summary goes with --diff")
     if args.strict and not args.check:
@@ -77,6 +89,17 @@ def main(argv: list[str] | None = None) -> int:
             from .commands.convert import run_export
 
             return run_export(files[0], files[1])
+        if args.patch:
+            if len(files) < 3:
+                parser.error("--patch needs IN OUT EDIT...")
+            from .commands.patch import run_patch
+
+            return run_patch(files[0], files[1], files[2:], raw=args.raw, as_json=args.json)
+        if args.shrink:
+            need(2, "--shrink needs IN OUT")
+            from .commands.shrink import run_shrink
+
+            return run_shrink(files[0], files[1], seconds=args.seconds)
         if args.diff:
             need(2, "--diff needs two files A B")
             if args.json or args.summary:
