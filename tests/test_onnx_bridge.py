@@ -694,19 +694,21 @@ def test_proto_depth_is_exact_and_protobuf_decodes_exactly_up_to_100(seed):
 
 
 def test_export_of_records_nested_past_the_python_stack_is_unsupported(tmp_path):
-    """A model built in memory with 5,000 nested types: Unsupported before the (recursive) exporter runs,
-    never a RecursionError."""
+    """A model built in memory with 1,200 nested types (the recursive exporter raises RecursionError on it):
+    Unsupported before the exporter runs."""
     from onemodel_viewer.format.schema import Graph, Model, Type, ValueInfo
 
-    where = "manifest.graph.inputs[0].type"
-    t = Type("tensor", elem=1, where=where + ".inner" * 5000)
-    for i in range(4999, -1, -1):
+    where, n = "manifest.graph.inputs[0].type", 1200
+    t = Type("tensor", elem=1, where=where + ".inner" * n)
+    for i in range(n - 1, -1, -1):
         t = Type("optional", inner=t, where=where + ".inner" * i)
     m = Model(8, Graph(inputs=(ValueInfo("x", t, "manifest.graph.inputs[0]"),), where="manifest.graph"))
-    assert onnx_bridge.proto_depth(m) == (3 + 2 * 5000 + 1, where + ".inner" * 5000)
+    with pytest.raises(RecursionError):
+        onnx_bridge.model_to_proto(m)
+    assert onnx_bridge.proto_depth(m) == (3 + 2 * n + 1, where + ".inner" * n)
     with pytest.raises(FormatError) as e:
         onnx_bridge.export_onnx(m, tmp_path / "m.onnx")
-    assert (e.value.kind, e.value.where) == (Kind.UNSUPPORTED, where + ".inner" * 5000)
+    assert (e.value.kind, e.value.where) == (Kind.UNSUPPORTED, where + ".inner" * n)
     assert os.listdir(tmp_path) == []
 
 
