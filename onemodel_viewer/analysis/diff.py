@@ -879,8 +879,12 @@ def diff(
     """Compare two opened documents (OneModel or ONNX, in any combination)."""
     if doc_a.model is None or doc_b.model is None:
         raise ValueError("both documents need a model (open them in strict mode)")
-    result = diff_models(doc_a.model, doc_b.model, cancel=cancel, progress=progress, paths=(doc_a.path, doc_b.path))
-    extra: list[str] = []
+    ma, mb, extra = doc_a.model, doc_b.model, []
+    if "ort" in (doc_a.source, doc_b.source):  # what ONNX Runtime's converter changes without changing the model
+        from .ort_equiv import normalize
+
+        ma, mb, extra = normalize(doc_a, doc_b)
+    result = diff_models(ma, mb, cancel=cancel, progress=progress, paths=(doc_a.path, doc_b.path))
     sources = {doc_a.source, doc_b.source}
     if "onnx" in sources and result.compared_bytes:
         extra.append("ONNX tensor payloads (typed fields or raw_data) are compared as raw bytes")

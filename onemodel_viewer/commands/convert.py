@@ -51,6 +51,10 @@ def _warn(doc) -> None:
         found = list(getattr(doc, "findings", ()))
     for f in found:
         print(f"{PROG}: warning: {_visible(f.where)}: {_visible(f.message)}", file=sys.stderr)
+    if doc.source == "ort":  # what ONNX Runtime's converter did cannot be undone
+        from ..format.ort.reader import CANNOT_RESTORE
+
+        print(f"{PROG}: warning: {CANNOT_RESTORE}", file=sys.stderr)
 
 
 def _run(src: str, dst: str, action) -> int:

@@ -18,7 +18,8 @@ root table, ``offset`` the bytes at fault; CLARIFICATIONS.md, README format note
 * Graphs nest at most 64 deep (main graph = 1) and types 64 deep: Unsupported beyond.
 * Text that is not UTF-8: Malformed (kept with replacement characters).
 
-Records: graph inputs and outputs are the ``node_args`` they name (an unknown name gets no
+Records: ORT keeps no graph names: the main graph is named ``main``, a subgraph after its attribute
+(ONNX requires a name; ``--diff`` treats graph names of an ``.ort`` side as not kept). Graph inputs and outputs are the ``node_args`` they name (an unknown name gets no
 type); every other ``node_arg`` becomes ``value_info`` (ORT keeps a type for every value).
 Attribute floats keep their bit patterns. Initializer tensors are views of the file's storage
 (``file_offset`` = the payload offset, often only 4-byte aligned: numpy reads such views).
@@ -71,6 +72,11 @@ def target_pos(buf, d: dict, table: str, name: str) -> int:
 
     at = field_pos(buf, d, table, name)
     return at + struct.unpack_from("<I", buf, at)[0] if at != d["@"] else at
+
+
+def _model_version(v: int) -> int:
+    """ORT writes "no version" as INT64_MAX (``kNoVersion``); ONNX leaves the field 0."""
+    return 0 if v == (1 << 63) - 1 else v
 
 
 class Importer:
@@ -167,11 +173,11 @@ class Importer:
             ir_version=m.get("ir_version", 0), graph=graph,
             producer_name=self.text(m, "producer_name", "Model", w), producer_version=self.text(m, "producer_version", "Model", w),
             domain=self.text(m, "domain", "Model", w), doc=self.text(m, "doc_string", "Model", w),
-            model_version=m.get("model_version", 0), opsets=tuple(opsets), metadata=tuple(metadata), where=w,
+            model_version=_model_version(m.get("model_version", 0)), opsets=tuple(opsets), metadata=tuple(metadata), where=w,
         )
 
     # -- graphs
-    def graph(self, g: dict, w: str, level: int, doc: str = "") -> Graph:
+    def graph(self, g: dict, w: str, level: int, doc: str = "", name: str = "main") -> Graph:
         if level > MAX_LEVEL:
             self.bad(Kind.UNSUPPORTED, w, g["@"], f"graphs nested more than {MAX_LEVEL} deep")
             return Graph(where=w)
@@ -199,7 +205,7 @@ class Importer:
         if ro is not None:
             self.runtime_optimizations(ro, w)
         return Graph(
-            doc=doc,
+            name=name, doc=doc,
             inputs=tuple(args.get(n) or ValueInfo(n, None, f"{w}.inputs[{i}]") for i, n in enumerate(inputs)),
             outputs=tuple(args.get(n) or ValueInfo(n, None, f"{w}.outputs[{i}]") for i, n in enumerate(outputs)),
             value_info=tuple(args[n] for n in order if n not in io),
@@ -297,11 +303,11 @@ class Importer:
             if t == AttrType.TENSOR:
                 v = self.tensor(raw, kw)
             elif t == AttrType.GRAPH:
-                v = self.graph(raw, kw, level + 1)
+                v = self.graph(raw, kw, level + 1, name=name)
             elif t == AttrType.TENSORS:
                 v = tuple(self.tensor(x, f"{kw}[{i}]") for i, x in enumerate(raw) if x is not None)
             elif t == AttrType.GRAPHS:
-                v = tuple(self.graph(x, f"{kw}[{i}]", level + 1) for i, x in enumerate(raw) if x is not None)
+                v = tuple(self.graph(x, f"{kw}[{i}]", level + 1, name=f"{name}_{i}") for i, x in enumerate(raw) if x is not None)
             elif t == AttrType.STRINGS:
                 v = tuple(b"" if x is None else x for x in raw)
             else:

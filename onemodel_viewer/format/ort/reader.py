@@ -9,6 +9,10 @@ from .facts import VERSIONS, OrtFacts, Span, unowned_runs
 from .importer import Importer
 from .verify import Walker
 
+CANNOT_RESTORE = ("from an .ort file, not restored: the original opset list (ONNX Runtime lists every domain it "
+                  "registers), which attribute values were defaults, Constant nodes (now initializers), unused "
+                  "initializers, graph names (made up: main, then_branch...), tensor doc strings, inlined functions")
+"""What ``--convert``/``--export`` of an ``.ort`` file say they cannot give back."""
 PADDING = 8
 """Unowned runs shorter than this are the builder's alignment padding; longer ones are an ``unowned-bytes`` finding."""
 
