@@ -372,3 +372,126 @@ def test_canonical_proof_variants(tmp_path, variant, finding):
         assert not proven
     else:
         assert proven is True
+
+
+# ---------------------------------------------------------------------------------------------
+# issue 11: empty tensors away from offset 0, and layouts where many tensors share bytes
+
+
+def _rel(findings, do):
+    return [(f.code, f.where, None if f.offset is None else f.offset - do, f.message) for f in findings]
+
+
+def test_empty_tensor_findings_pinned(tmp_path):
+    """Pinned from the code before the merge walk: empty tensors inside a tensor, inside an overlap,
+    in a gap, at the data end and at offset 0 give the same shared-bytes findings, in the same order."""
+    inits = [tensor("w", 2, [128], 0, 128), tensor("v", 2, [64], 192, 64), tensor("u", 2, [32], 192, 32),
+             tensor("z0", 1, [0], 0, 0), tensor("z1", 1, [0], 64, 0), tensor("z2", 1, [0], 128, 0),
+             tensor("z3", 1, [0], 192, 0), tensor("z4", 1, [0], 256, 0), tensor("z5", 1, [0], 64, 0)]
+    doc = open_(tmp_path, inits, bytes(256))
+    do = doc.data_span[0]
+    lay = layout(doc)
+    assert [(e.start - do, e.end - do, e.kind, e.names) for e in lay.extents if e.start >= do] == [
+        (0, 128, "tensor", ("w",)), (128, 192, "gap", ()), (192, 224, "overlap", ("u", "v")), (224, 256, "tensor", ("v",)),
+    ]
+    assert _rel(file_findings(doc, lay, canonical=False), do) == [
+        ("unowned-bytes", "data", 128, "64 bytes that no tensor owns (beyond alignment padding), all zero"),
+        ("shared-bytes", "manifest.graph.initializers[1]", 192, "32 bytes are shared by 2 tensors: 'u', 'v'"),
+        ("shared-bytes", "manifest.graph.initializers[4]", 64, "empty tensor 'z1' sits inside tensor 'w'"),
+        ("shared-bytes", "manifest.graph.initializers[8]", 64, "empty tensor 'z5' sits inside tensor 'w'"),
+        ("shared-bytes", "manifest.graph.initializers[6]", 192, "empty tensor 'z3' sits inside tensor 'u'"),
+    ]
+
+
+@pytest.mark.parametrize("n, at, want", [
+    (3, "inside", [("shared-bytes", f"manifest.graph.initializers[{i + 1}]", 64, f"empty tensor 'e{i}' sits inside tensor 'w'")
+                   for i in range(3)]),
+    (3, "end", []),
+    (150, "inside", [("shared-bytes", f"manifest.graph.initializers[{i + 1}]", 64, f"empty tensor 'e{i}' sits inside tensor 'w'")
+                     for i in range(100)] + [("shared-bytes", "data", None, "... and 50 more shared-bytes findings")]),
+])
+def test_many_empties_findings_pinned(tmp_path, n, at, want):
+    """Pinned from the code before the merge walk (the writer-built files of tests/many_empties.py)."""
+    from many_empties import write_empties
+
+    doc = open_path(write_empties(tmp_path / "e.onemodel", n, at))
+    assert _rel(file_findings(doc), doc.data_span[0]) == want
+
+
+class _Counted(tuple):
+    """A tuple that counts the elements handed out (iteration and indexing, bisect included)."""
+
+    visits = 0
+
+    def __iter__(self):
+        for x in tuple.__iter__(self):
+            _Counted.visits += 1
+            yield x
+
+    def __getitem__(self, i):
+        _Counted.visits += 1
+        return tuple.__getitem__(self, i)
+
+
+@pytest.mark.parametrize("at", ["inside", "end"])
+def test_empty_tensor_findings_are_not_quadratic(tmp_path, at):
+    """file_findings called owner_at once per empty tensor, and each call listed every empty tensor at that
+    offset: 10,000 empty tensors inside a tensor took 4.4 s, 100,000 (a valid 7 MB file) about 7 minutes;
+    20,000 at the data end 25 s. Now each extent and each empty tensor is looked at a bounded number of times."""
+    from many_empties import write_empties
+
+    from onemodel_viewer.analysis.layout import Layout
+
+    n = 3000
+    doc = open_path(write_empties(tmp_path / "e.onemodel", n, at))
+    real = layout(doc)
+    lay = Layout(_Counted(real.extents), real.size, _Counted(real.empties), real._starts, real._empty_starts)
+    _Counted.visits = 0
+    found = file_findings(doc, lay, canonical=False)
+    assert _Counted.visits <= 3 * (len(real.extents) + len(real.empties)) + 10  # was 18 million
+    assert len(found) == (101 if at == "inside" else 0)
+
+
+def test_100000_empty_tensors_finish(tmp_path):
+    """The 7 MB file of issue 11 (100,000 empty tensors inside a tensor; about 7 minutes before): all findings."""
+    from many_empties import write_empties
+
+    doc = open_path(write_empties(tmp_path / "e.onemodel", 100_000, "inside"))
+    found = file_findings(doc)
+    assert len(found) == 101 and found[-1].message == "... and 99900 more shared-bytes findings"
+
+
+def _brute_owners(spans, x):
+    """Indices of the (sorted) spans containing byte x, in order."""
+    return [k for k, (s, e) in enumerate(spans) if s <= x < e]
+
+
+@pytest.mark.parametrize("pattern", ["nested", "window", "staggered"])
+def test_sweep_owners_match_a_brute_force_oracle(tmp_path, monkeypatch, pattern):
+    """The sweep keeps the first MAX_NAMES owners in a linked list (listing all of them at every boundary was
+    quadratic: 40,000 nested tensors took 11 s); names, owners and kinds still match the definition,
+    also when owners in the first MAX_NAMES end first and later ones move up."""
+    from onemodel_viewer.analysis import layout as layout_mod
+
+    monkeypatch.setattr(layout_mod, "MAX_NAMES", 3)
+    n = 12
+    if pattern == "nested":  # tensor k = [64k, 64(2n - k))
+        raw = [(64 * k, 64 * (2 * n - k)) for k in range(n)]
+    elif pattern == "window":  # each starts one block later and spans 5 blocks: the first owners end first
+        raw = [(64 * k, 64 * (k + 5)) for k in range(n)]
+    else:  # the same start, ends in every order
+        raw = [(0, 64 * (1 + (7 * k) % n)) for k in range(n)]
+    size = max(e for _s, e in raw)
+    inits = [tensor(f"t{k}", 2, [e - s], s, e - s) for k, (s, e) in enumerate(raw)]
+    doc = open_(tmp_path, inits, bytes(size))
+    do = doc.data_span[0]
+    order = sorted(range(n), key=lambda k: (raw[k][0], raw[k][1], f"t{k}"))
+    spans = [raw[k] for k in order]
+    for e in layout(doc).extents:
+        if e.start < do:
+            continue
+        owners = _brute_owners(spans, e.start - do)
+        assert all(_brute_owners(spans, x - do) == owners for x in (e.start, e.end - 1))
+        assert e.owners == len(owners)
+        assert e.kind == ("overlap" if len(owners) > 1 else "tensor")
+        assert e.names == tuple(f"t{order[k]}" for k in owners[:3])

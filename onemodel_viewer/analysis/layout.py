@@ -16,7 +16,10 @@ kind           bytes
 =============  ================================================================================
 
 Zero-length tensors own no bytes: they are listed in :attr:`Layout.empties` and returned by
-:meth:`Layout.owner_at` at their offset. ``owner_at`` is a bisect: O(log n) per call.
+:meth:`Layout.owner_at` at their offset. ``owner_at`` is a bisect: O(log n) per call, plus the
+zero-length tensors it returns. Every pass over the whole file (the sweep below, the findings) is
+O(n log n) in the tensors, whatever they share: many empty tensors at one offset or many tensors
+over the same bytes cost no per-tensor list of the others (issue 11).
 
 Bytes are read only to set ``nonzero`` on padding (always: it is at most 63 bytes per tensor,
 plus the manifest padding, scanned in chunks) and on gaps/tails up to ``GAP_SCAN_LIMIT`` bytes
@@ -84,7 +87,11 @@ class Layout:
     _empty_starts: tuple[int, ...] = field(default=(), repr=False)
 
     def owner_at(self, offset: int) -> list[Extent]:
-        """Extents at ``offset``: the one containing it, plus zero-length tensors there. O(log n)."""
+        """Extents at ``offset``: the one containing it, plus zero-length tensors there.
+
+        O(log n + k) for the k zero-length tensors returned: a whole-file pass must not call it per
+        empty tensor (10^5 of them at one offset made :func:`file_findings` quadratic).
+        """
         out: list[Extent] = []
         i = bisect.bisect_right(self._starts, offset) - 1
         if 0 <= i < len(self.extents) and self.extents[i].start <= offset < self.extents[i].end:
@@ -236,28 +243,7 @@ def _data_extents(doc, do: int, de: int, ext: list, empties: list, sc: _Scanner)
         events.append((s, 1, k))
         events.append((e, 0, k))
     events.sort()
-    active: dict[int, None] = {}
-    segs: list[tuple[int, int, tuple[int, ...], int]] = []  # (start, end, first owners, count)
-    cur = do
-    i = 0
-    nev = len(events)
-    while i < nev:
-        x = events[i][0]
-        if x > cur:
-            if active:
-                keys = tuple(list(active)[:MAX_NAMES]) if len(active) > MAX_NAMES else tuple(active)
-                segs.append((cur, x, keys, len(active)))
-            else:
-                segs.append((cur, x, (), 0))
-            cur = x
-        while i < nev and events[i][0] == x:
-            _x, kind, k = events[i]
-            if kind == 0:
-                active.pop(k, None)
-            else:
-                active[k] = None
-            i += 1
-    last_end = cur
+    segs, last_end = _owner_segments(events, len(spans), do)
     # merge adjacent segments with the same owners, classify unowned ones
     merged: list[list] = []
     for s, e, keys, cnt in segs:
@@ -265,11 +251,14 @@ def _data_extents(doc, do: int, de: int, ext: list, empties: list, sc: _Scanner)
             merged[-1][1] = e
         else:
             merged.append([s, e, keys, cnt])
+    name_of = [sp[2] for sp in spans].__getitem__
+    where_of = [sp[3] for sp in spans].__getitem__
     prev_owner: tuple | None = None
+    last_keys: tuple | None = None
     for s, e, keys, cnt in merged:
         if cnt:
-            names = tuple(spans[k][2] for k in keys)
-            wheres = tuple(spans[k][3] for k in keys)
+            if keys is not last_keys:  # the same owners' names are not rebuilt per segment
+                names, wheres, last_keys = tuple(map(name_of, keys)), tuple(map(where_of, keys)), keys
             ext.append(_Extent(s, e, "tensor" if cnt == 1 else "overlap", names, wheres, owners=cnt))
             prev_owner = (names[-1:], wheres[-1:])
             continue
@@ -280,6 +269,49 @@ def _data_extents(doc, do: int, de: int, ext: list, empties: list, sc: _Scanner)
             ext.append(_Extent(pad_end, e, "gap", nonzero=sc.nonzero(pad_end, e, GAP_SCAN_LIMIT)))
     if de > last_end:
         ext.append(_Extent(last_end, de, "tail", nonzero=sc.nonzero(last_end, de, GAP_SCAN_LIMIT)))
+
+
+def _owner_segments(events: list, n: int, do: int) -> tuple[list[tuple[int, int, tuple[int, ...], int]], int]:
+    """``(start, end, first owners, owner count)`` of each elementary interval between the sorted events,
+    and the last event's offset.
+
+    ``events`` are ``(offset, 0 end / 1 start, span index)``, sorted; span indices start in
+    increasing order. The owners are a doubly linked list in index order (a start joins at the tail,
+    an end unlinks in O(1)) and ``head`` is its first MAX_NAMES entries, updated in O(MAX_NAMES) per
+    event: listing every owner at every boundary was quadratic (10^5 nested tensors).
+    """
+    tail = n  # the list's sentinel
+    nxt = [tail] * (n + 1)
+    prv = [tail] * (n + 1)
+    in_head = [False] * n
+    head: tuple[int, ...] = ()
+    count = 0
+    segs: list[tuple[int, int, tuple[int, ...], int]] = []
+    cur = do
+    for x, kind, k in events:
+        if x > cur:
+            segs.append((cur, x, head, count))
+            cur = x
+        if kind:
+            last = prv[tail]
+            nxt[last], prv[k], nxt[k], prv[tail] = k, last, tail, k
+            count += 1
+            if count <= MAX_NAMES:
+                head += (k,)
+                in_head[k] = True
+        else:
+            if in_head[k]:
+                follower = nxt[head[-1]]  # the first owner beyond the head moves into it
+                i = head.index(k)
+                head = head[:i] + head[i + 1:]
+                in_head[k] = False
+                if follower != tail:
+                    head += (follower,)
+                    in_head[follower] = True
+            p, q = prv[k], nxt[k]
+            nxt[p], prv[q] = q, p
+            count -= 1
+    return segs, cur
 
 
 def _disjoint_extents(spans: list, do: int, de: int, ext: list, sc: _Scanner) -> None:
@@ -313,11 +345,14 @@ def file_findings(
     ``canonical=False`` skips ``noncanonical-manifest``: without ``parsed`` (the open's
     :class:`~onemodel_viewer.format.manifest.Parsed`, from ``reader.open_with_manifest``) it
     re-encodes the whole manifest with the writer, which costs about as much as opening the file.
+    ``cancel`` set: the scans stop and the result is incomplete (``[]`` once the layout is done).
     """
     if doc.source != "onemodel" or doc.header is None:
         return []
     if lay is None:
         lay = layout(doc, cancel=cancel)
+    if cancel is not None and cancel.is_set():
+        return []
     out: list[Finding] = []
     counts: dict[str, int] = {}
 
@@ -341,13 +376,20 @@ def file_findings(
             add("shared-bytes", e.wheres[-1], e.start, f"{e.length} bytes are shared by {e.owners} tensors: {names}")
     if doc.data_span is not None:
         do = doc.data_span[0]
+        ext = lay.extents
+        i = 0
+        # the empties and the extents are both sorted by offset: one merge walk finds the extent
+        # holding each empty tensor (owner_at per empty tensor listed all the others there: quadratic)
         for z in lay.empties:
             if z.start == do:  # the writer's canonical place for an empty tensor (offset 0)
                 continue
-            for o in lay.owner_at(z.start):
-                if o.kind in ("tensor", "overlap") and o.start <= z.start < o.end:
-                    add("shared-bytes", z.wheres[0], z.start, f"empty tensor {z.names[0]!r} sits inside tensor {o.names[0]!r}")
-                    break
+            while i < len(ext) and ext[i].end <= z.start:
+                i += 1
+            if i == len(ext):
+                break
+            o = ext[i]
+            if o.kind in ("tensor", "overlap") and o.start <= z.start:
+                add("shared-bytes", z.wheres[0], z.start, f"empty tensor {z.names[0]!r} sits inside tensor {o.names[0]!r}")
     for code, n in counts.items():
         if n > MAX_FINDINGS_PER_CODE:
             out.append(Finding(code, "data", None, f"... and {n - MAX_FINDINGS_PER_CODE} more {code} findings"))
