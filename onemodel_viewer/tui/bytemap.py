@@ -1,14 +1,18 @@
 """Who owns each byte of the file: header fields, manifest, padding, tensors, gaps.
 
 Pure (no Textual); built once per document in O(tensors log tensors). The hex
-view asks :meth:`ByteMap.spans` for the styled pieces of a line and
-:meth:`ByteMap.owner_at` for the name under its cursor.
+view asks :meth:`ByteMap.runs` for the styled pieces of a line and
+:meth:`ByteMap.owner_at` for the name under its cursor; the detail pane asks
+:meth:`ByteMap.sharing`. Each query costs O((k + 1) log n) for the k tensors it
+looks at, whatever the other tensors share (a tensor over the whole data region
+used to make every query scan every tensor under it: issue 11).
 """
 
 from __future__ import annotations
 
 import bisect
 import os
+from itertools import compress
 from dataclasses import dataclass
 
 from ..format.document import HEADER_FIELDS, Document
@@ -114,12 +118,17 @@ class ByteMap:
         self._base_starts = [r.start for r in base]
         self.tensors = tensors
         self._t_starts = [r.start for r in tensors]
-        # running maximum of ends, so "which tensors contain x" is a bounded backward scan
-        self._t_maxend: list[int] = []
-        m = 0
-        for r in tensors:
-            m = max(m, r.end)
-            self._t_maxend.append(m)
+        # a tree of maximum ends over the tensors in start order: level 0 the ends, each level
+        # above the maximum of two below (built at C speed, one ``map`` per level)
+        levels: list[list[int]] = [[r.end for r in tensors]] if tensors else []
+        while levels and len(levels[-1]) > 1:
+            lv = levels[-1]
+            up = list(map(max, lv[0::2], lv[1::2]))
+            if len(lv) % 2:
+                up.append(lv[-1])
+            levels.append(up)
+        self._t_maxend = levels
+        self._t_ends_sorted = sorted(levels[0]) if levels else []
 
     def base_at(self, offset: int) -> Region | None:
         i = bisect.bisect_right(self._base_starts, offset) - 1
@@ -127,16 +136,43 @@ class ByteMap:
             return self.base[i]
         return None
 
-    def tensors_at(self, offset: int, limit: int = 8) -> list[Region]:
-        """Tensors whose bytes contain ``offset`` (several when tensors share bytes)."""
-        out: list[Region] = []
-        i = bisect.bisect_right(self._t_starts, offset) - 1
-        while i >= 0 and self._t_maxend[i] > offset and len(out) < limit:
-            r = self.tensors[i]
-            if r.start <= offset < r.end:
-                out.append(r)
-            i -= 1
+    def _reaching(self, after: int, hi: int, limit: int | None, descending: bool) -> list[int]:
+        """Indices ``i < hi`` of the tensors ending past ``after``, at most ``limit``.
+
+        A walk down the max-end tree that skips every subtree ending at or before ``after``:
+        O((k + 1) log n) for k answers.
+        """
+        levels = self._t_maxend
+        out: list[int] = []
+        if not levels or hi <= 0:
+            return out
+        top = len(levels) - 1
+        stack = [(top, 0)]
+        while stack:
+            j, i = stack.pop()
+            if levels[j][i] <= after or (i << j) >= hi:
+                continue
+            if j == 0:
+                out.append(i)
+                if limit is not None and len(out) >= limit:
+                    break
+                continue
+            a, b = 2 * i, 2 * i + 1
+            below = levels[j - 1]
+            if descending:  # the stack pops the last pushed first
+                stack.append((j - 1, a))
+                if b < len(below):
+                    stack.append((j - 1, b))
+            else:
+                if b < len(below):
+                    stack.append((j - 1, b))
+                stack.append((j - 1, a))
         return out
+
+    def tensors_at(self, offset: int, limit: int = 8) -> list[Region]:
+        """Tensors whose bytes contain ``offset`` (several when tensors share bytes), the last to start first."""
+        hi = bisect.bisect_right(self._t_starts, offset)
+        return [self.tensors[i] for i in self._reaching(offset, hi, limit, True)]
 
     def owner_at(self, offset: int) -> str:
         """A short description of the byte at ``offset`` (plain string; names not yet made safe)."""
@@ -163,16 +199,15 @@ class ByteMap:
         if t.file_offset is None or t.length <= 0:
             return []
         a0, a1 = t.file_offset, t.file_offset + t.length
-        out = []
         hi = bisect.bisect_left(self._t_starts, a1)
-        for i in range(hi - 1, -1, -1):
-            if self._t_maxend[i] <= a0:
-                break
-            r = self.tensors[i]
-            if r.tensor is not t and r.start < a1 and r.end > a0:
-                out.append(r.tensor)
-        out.reverse()
-        return out
+        # of the tensors starting before a1, those ending by a0 (they all start before it) do not overlap
+        k = hi - bisect.bisect_right(self._t_ends_sorted, a0)
+        if k * 8 >= hi:  # most of them overlap: one filter over their ends, at C speed
+            found = compress(range(hi), map(a0.__lt__, self._t_maxend[0][:hi]))
+        else:
+            found = self._reaching(a0, hi, None, False)
+        regions = self.tensors
+        return [r.tensor for r in (regions[i] for i in found) if r.tensor is not t]
 
     def style_key(self, offset: int) -> tuple[str, int]:
         """(kind, colour index) for one byte: the hex view's colour of it."""
