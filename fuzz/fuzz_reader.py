@@ -268,7 +268,9 @@ def main() -> None:
         import onemodel_viewer.format.reader  # noqa: F401
         import onemodel_viewer.format.schema  # noqa: F401
         import onemodel_viewer.format.storage  # noqa: F401
-        import onemodel_viewer.format.onnx_bridge  # noqa: F401
+        import onemodel_viewer.format.onnx_export  # noqa: F401
+        import onemodel_viewer.format.onnx_import  # noqa: F401
+        import onemodel_viewer.format.onnx_wire  # noqa: F401
         try:
             import onemodel_viewer.analysis.layout  # noqa: F401
         except ImportError:

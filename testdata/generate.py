@@ -52,7 +52,7 @@ from onnx import TensorProto as TP  # noqa: E402
 from onnx import helper  # noqa: E402
 
 from onemodel_viewer.format import dtypes as omdt  # noqa: E402
-from onemodel_viewer.format import onnx_bridge, writer  # noqa: E402
+from onemodel_viewer.format import onnx_import, writer  # noqa: E402
 
 PRODUCER = ("onemodel-view-testdata", "1")
 OPSET = [helper.make_opsetid("", 21)]
@@ -518,7 +518,7 @@ def a_shared_bytes(out: str) -> bytes:
     arr = rng.standard_normal((8, 8)).astype(np.float32)
     g = helper.make_graph([helper.make_node("Add", ["a", "b"], ["y"], name="add")], "shared", [], [_vi("y", 1, [8, 8])],
                           initializer=[_raw("a", 1, (8, 8), arr), _raw("b", 1, (8, 8), arr)])
-    blob = writer.to_bytes(onnx_bridge.import_proto(_model(g))[0])
+    blob = writer.to_bytes(onnx_import.import_proto(_model(g))[0])
     man, data = split(blob)
     a, b = man["graph"]["initializers"]
     b["data"] = dict(a["data"])
@@ -540,7 +540,7 @@ def generate(out: str) -> list[str]:
     for name, build in MODELS.items():
         src = os.path.join(out, f"{name}.onnx")
         _save_proto(build(), src)
-        doc = onnx_bridge.import_onnx(src)
+        doc = onnx_import.import_onnx(src)
         writer.write(doc.model, os.path.join(out, f"{name}.onemodel"))
         written += [f"{name}.onnx", f"{name}.onemodel"]
     m, data = m_external()
@@ -548,7 +548,7 @@ def generate(out: str) -> list[str]:
     _save_proto(m, src)
     with open(src + ".data", "wb") as f:
         f.write(data)
-    doc = onnx_bridge.import_onnx(src)
+    doc = onnx_import.import_onnx(src)
     writer.write(doc.model, os.path.join(out, "external.onemodel"))
     doc.close()
     written += ["external.onnx", "external.onnx.data", "external.onemodel"]

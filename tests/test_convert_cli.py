@@ -139,7 +139,7 @@ def test_no_partial_output_when_writing_fails(tmp_path, monkeypatch, capsys, exc
 
 
 def test_export_failure_leaves_nothing(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(writer, "_write_all", lambda f, data: (_ for _ in ()).throw(OSError(5, "I/O error")))
+    monkeypatch.setattr(writer, "write_all", lambda f, data: (_ for _ in ()).throw(OSError(5, "I/O error")))
     assert main(["--export", os.path.join(VALID, "showcase.onemodel"), str(tmp_path / "s.onnx")]) == 1
     assert "Io at destination" in _one_error_line(capsys)
     assert os.listdir(tmp_path) == []

@@ -13,7 +13,7 @@ from onnx import helper, numpy_helper
 
 from onemodel_viewer import format as omf
 from onemodel_viewer.format import dtypes as omdt
-from onemodel_viewer.format import onnx_bridge, writer
+from onemodel_viewer.format import onnx_export, onnx_import, onnx_wire, writer
 from onemodel_viewer.format.errors import FormatError, Kind
 from onemodel_viewer.format.schema import AttrType, all_tensors
 from onemodel_viewer.format.storage import BytesStorage, FileStorage
@@ -50,13 +50,13 @@ def test_float_attribute_bits_survive_import_and_export(tmp_path):
     node.attribute.append(fl)
     m = _model([node], inputs=[helper.make_tensor_value_info("x", 1, [1])], outputs=[helper.make_tensor_value_info("y", 1, [1])],
                opsets=(("", 21), ("t", 1)))
-    doc = onnx_bridge.import_onnx(_save(tmp_path, m))
+    doc = onnx_import.import_onnx(_save(tmp_path, m))
     attrs = doc.model.graph.nodes[0].attributes
     assert [a.value for a in attrs[:-1]] == NAN_BITS
     assert attrs[-1].value == tuple(NAN_BITS) and attrs[-1].type == AttrType.FLOATS
-    back = onnx_bridge.model_to_proto(doc.model)
+    back = onnx_export.model_to_proto(doc.model)
     assert back.graph.node[0].attribute[0].SerializeToString() == m.graph.node[0].attribute[0].SerializeToString()
-    again = onnx_bridge.import_proto(back)[0]
+    again = onnx_import.import_proto(back)[0]
     assert [a.value for a in again.graph.nodes[0].attributes] == [a.value for a in attrs]
 
 
@@ -76,7 +76,7 @@ def test_typed_fields_become_the_raw_data_layout(code):
         vals = [1, -1, 0, 2, -2][:n] if code not in (2, 4, 12, 13) else [1, 2, 0, 3]
     typed = helper.make_tensor("t", code, [len(vals)], vals, raw=False)
     assert not typed.HasField("raw_data")
-    model, problems, _f, _e = onnx_bridge.import_proto(_model([], [typed], outputs=[helper.make_tensor_value_info("t", code, [len(vals)])]))
+    model, problems, _f, _e = onnx_import.import_proto(_model([], [typed], outputs=[helper.make_tensor_value_info("t", code, [len(vals)])]))
     assert problems == []
     t = model.graph.initializers[0]
     expected = omdt.encode(numpy_helper.to_array(typed).reshape(-1), info)
@@ -86,13 +86,13 @@ def test_typed_fields_become_the_raw_data_layout(code):
 def test_float_data_keeps_nan_payloads():
     t = onnx.TensorProto(name="f", data_type=1, dims=[len(NAN_BITS)])
     t.MergeFromString(b"\x22" + bytes([4 * len(NAN_BITS)]) + struct.pack(f"<{len(NAN_BITS)}I", *NAN_BITS))
-    model = onnx_bridge.import_proto(_model([], [t], outputs=[helper.make_tensor_value_info("f", 1, [7])]))[0]
+    model = onnx_import.import_proto(_model([], [t], outputs=[helper.make_tensor_value_info("f", 1, [7])]))[0]
     assert model.graph.initializers[0].raw().view("<u4").tolist() == NAN_BITS
 
 
 def test_raw_data_is_kept_zero_copy():
     arr = np.arange(12, dtype=np.float32)
-    model = onnx_bridge.import_proto(_model([], [numpy_helper.from_array(arr, "w")], outputs=[helper.make_tensor_value_info("w", 1, [12])]))[0]
+    model = onnx_import.import_proto(_model([], [numpy_helper.from_array(arr, "w")], outputs=[helper.make_tensor_value_info("w", 1, [12])]))[0]
     t = model.graph.initializers[0]
     assert isinstance(t.storage, BytesStorage)
     v = t.raw()
@@ -141,13 +141,13 @@ def test_unparseable_protobuf_is_malformed(tmp_path):
     p = tmp_path / "bad.onnx"
     p.write_bytes(b"\x0a\xff\xff\xff\xff\x0f garbage")
     with pytest.raises(FormatError) as e:
-        onnx_bridge.import_onnx(p)
+        onnx_import.import_onnx(p)
     assert (e.value.kind, e.value.where) == (Kind.MALFORMED, "onnx")
 
 
 def test_missing_file_is_io(tmp_path):
     with pytest.raises(FormatError) as e:
-        onnx_bridge.import_onnx(tmp_path / "nope.onnx")
+        onnx_import.import_onnx(tmp_path / "nope.onnx")
     assert e.value.kind is Kind.IO
 
 
@@ -155,9 +155,9 @@ def test_raw_data_length_mismatch_is_invalid_model(tmp_path):
     t = onnx.TensorProto(name="w", data_type=1, dims=[3], raw_data=b"\x00" * 8)
     m = _model([], [t], outputs=[helper.make_tensor_value_info("w", 1, [3])])
     with pytest.raises(FormatError) as e:
-        onnx_bridge.import_onnx(_save(tmp_path, m))
+        onnx_import.import_onnx(_save(tmp_path, m))
     assert (e.value.kind, e.value.where) == (Kind.INVALID_MODEL, "onnx.graph.initializers[0].raw_data")
-    doc = onnx_bridge.import_onnx(_save(tmp_path, m), mode="diagnose")
+    doc = onnx_import.import_onnx(_save(tmp_path, m), mode="diagnose")
     assert [(p.kind, p.where) for p in doc.problems] == [(Kind.INVALID_MODEL, "onnx.graph.initializers[0].raw_data")]
     assert doc.model.graph.initializers[0].storage is None
 
@@ -165,14 +165,14 @@ def test_raw_data_length_mismatch_is_invalid_model(tmp_path):
 def test_unknown_dtype_is_unsupported(tmp_path):
     t = onnx.TensorProto(name="w", data_type=77, dims=[1], raw_data=b"\x00")
     with pytest.raises(FormatError) as e:
-        onnx_bridge.import_onnx(_save(tmp_path, _model([], [t])))
+        onnx_import.import_onnx(_save(tmp_path, _model([], [t])))
     assert (e.value.kind, e.value.where) == (Kind.UNSUPPORTED, "onnx.graph.initializers[0].dtype")
 
 
 def test_undefined_name_follows_the_reading_rules(tmp_path):
     m = _model([helper.make_node("Relu", ["nope"], ["y"], name="r")], outputs=[helper.make_tensor_value_info("y", 1, [1])])
     with pytest.raises(FormatError) as e:
-        onnx_bridge.import_onnx(_save(tmp_path, m))
+        onnx_import.import_onnx(_save(tmp_path, m))
     assert (e.value.kind, e.value.where) == (Kind.INVALID_MODEL, "onnx.graph.nodes[0].inputs[0]")
 
 
@@ -182,9 +182,9 @@ def test_onnx_graph_output_named_empty_is_invalid_model(tmp_path):
                outputs=[helper.make_tensor_value_info("y", 1, [1]), helper.make_tensor_value_info("", 1, [1])])
     p = _save(tmp_path, m)
     with pytest.raises(FormatError) as e:
-        onnx_bridge.import_onnx(p)
+        onnx_import.import_onnx(p)
     assert (e.value.kind, e.value.where) == (Kind.INVALID_MODEL, "onnx.graph.outputs[1].name")
-    doc = onnx_bridge.import_onnx(p, mode="diagnose")
+    doc = onnx_import.import_onnx(p, mode="diagnose")
     assert [(x.kind, x.where) for x in doc.problems] == [(Kind.INVALID_MODEL, "onnx.graph.outputs[1].name")]
 
 
@@ -196,7 +196,7 @@ def test_onnx_subgraph_output_named_empty_is_invalid_model(tmp_path):
     m = _model([node], inputs=[helper.make_tensor_value_info("c", TP.BOOL, []), helper.make_tensor_value_info("x", 1, [1])],
                outputs=[helper.make_tensor_value_info("r", 1, [1])])
     with pytest.raises(FormatError) as e:
-        onnx_bridge.import_onnx(_save(tmp_path, m))
+        onnx_import.import_onnx(_save(tmp_path, m))
     assert (e.value.kind, e.value.where) == (Kind.INVALID_MODEL, "onnx.graph.nodes[0].attributes[0].value.outputs[0].name")
 
 
@@ -217,7 +217,7 @@ def test_external_data_is_a_zero_copy_file_view(tmp_path):
     arr = np.arange(16, dtype=np.float32)
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub" / "w.bin").write_bytes(b"\x01" * 128 + arr.tobytes())
-    doc = onnx_bridge.import_onnx(_save(tmp_path, _ext_model("sub/w.bin", 128)))
+    doc = onnx_import.import_onnx(_save(tmp_path, _ext_model("sub/w.bin", 128)))
     t = doc.model.graph.initializers[0]
     assert isinstance(t.storage, FileStorage) and t.file_offset == 128
     np.testing.assert_array_equal(t.values(), arr)
@@ -236,7 +236,7 @@ def test_external_location_leaving_the_folder_is_refused(tmp_path, location):
     d.mkdir()
     (tmp_path / "outside.bin").write_bytes(bytes(64))
     with pytest.raises(FormatError) as e:
-        onnx_bridge.import_onnx(_save(d, _ext_model(location)))
+        onnx_import.import_onnx(_save(d, _ext_model(location)))
     assert (e.value.kind, e.value.where) == (Kind.MALFORMED, "onnx.graph.initializers[0].external_data.location")
 
 
@@ -246,44 +246,44 @@ def test_external_symlink_escaping_the_folder_is_refused(tmp_path):
     (tmp_path / "secret.bin").write_bytes(bytes(64))
     os.symlink(tmp_path / "secret.bin", d / "w.bin")
     with pytest.raises(FormatError) as e:
-        onnx_bridge.import_onnx(_save(d, _ext_model("w.bin")))
+        onnx_import.import_onnx(_save(d, _ext_model("w.bin")))
     assert (e.value.kind, e.value.where) == (Kind.MALFORMED, "onnx.graph.initializers[0].external_data.location")
     # a symlink that stays inside the folder is fine
     (d / "real.bin").write_bytes(bytes(64))
     os.symlink(d / "real.bin", d / "inside.bin")
-    doc = onnx_bridge.import_onnx(_save(d, _ext_model("inside.bin")))
+    doc = onnx_import.import_onnx(_save(d, _ext_model("inside.bin")))
     assert doc.model.graph.initializers[0].length == 64
 
 
 def test_external_missing_file_is_io(tmp_path):
     with pytest.raises(FormatError) as e:
-        onnx_bridge.import_onnx(_save(tmp_path, _ext_model("missing.bin")))
+        onnx_import.import_onnx(_save(tmp_path, _ext_model("missing.bin")))
     assert (e.value.kind, e.value.where) == (Kind.IO, "onnx.graph.initializers[0].external_data.location")
 
 
 def test_external_not_a_regular_file_is_io(tmp_path):
     (tmp_path / "dir.bin").mkdir()
     with pytest.raises(FormatError) as e:
-        onnx_bridge.import_onnx(_save(tmp_path, _ext_model("dir.bin")))
+        onnx_import.import_onnx(_save(tmp_path, _ext_model("dir.bin")))
     assert e.value.kind is Kind.IO
 
 
 def test_external_range_past_the_end_is_malformed(tmp_path):
     (tmp_path / "w.bin").write_bytes(bytes(100))
     with pytest.raises(FormatError) as e:
-        onnx_bridge.import_onnx(_save(tmp_path, _ext_model("w.bin", offset=64)))
+        onnx_import.import_onnx(_save(tmp_path, _ext_model("w.bin", offset=64)))
     assert (e.value.kind, e.value.where) == (Kind.MALFORMED, "onnx.graph.initializers[0].external_data.offset")
 
 
 def test_external_length_not_matching_dims_is_invalid_model(tmp_path):
     (tmp_path / "w.bin").write_bytes(bytes(100))
     with pytest.raises(FormatError) as e:
-        onnx_bridge.import_onnx(_save(tmp_path, _ext_model("w.bin", length=60)))
+        onnx_import.import_onnx(_save(tmp_path, _ext_model("w.bin", length=60)))
     assert (e.value.kind, e.value.where) == (Kind.INVALID_MODEL, "onnx.graph.initializers[0].external_data.length")
 
 
 def test_external_problems_collected_in_diagnose_mode(tmp_path):
-    doc = onnx_bridge.import_onnx(_save(tmp_path, _ext_model("../x.bin")), mode="diagnose")
+    doc = onnx_import.import_onnx(_save(tmp_path, _ext_model("../x.bin")), mode="diagnose")
     assert [(p.kind, p.where) for p in doc.problems] == [(Kind.MALFORMED, "onnx.graph.initializers[0].external_data.location")]
     assert doc.model.graph.initializers[0].storage is None
 
@@ -296,16 +296,16 @@ def test_export_with_external_data_streams_weights(tmp_path):
     src = os.path.join(os.path.dirname(__file__), "..", "testdata", "valid", "showcase.onemodel")
     doc = omf.open(src)
     dst = tmp_path / "out.onnx"
-    onnx_bridge.export_onnx(doc.model, dst, external=True)
+    onnx_export.export_onnx(doc.model, dst, external=True)
     assert (tmp_path / "out.onnx.data").exists()
-    back = onnx_bridge.import_onnx(dst)
+    back = onnx_import.import_onnx(dst)
     assert back.external_files
     a = {t.name: t for t in all_tensors(doc.model)}
     b = {t.name: t for t in all_tensors(back.model)}
     assert a.keys() == b.keys()
     for name, t in a.items():
         assert t.raw().tobytes() == b[name].raw().tobytes(), name
-        if t.length >= onnx_bridge.EXTERNAL_THRESHOLD:
+        if t.length >= onnx_export.EXTERNAL_THRESHOLD:
             assert isinstance(b[name].storage, FileStorage)
     m = onnx.load(str(dst), load_external_data=True)  # onnx itself can read what we wrote
     w = [t for t in m.graph.initializer if t.name == "lm_head.weight"][0]
@@ -317,15 +317,15 @@ def test_export_refuses_a_source_as_destination(tmp_path):
     arr = np.arange(300, dtype=np.float32)
     (tmp_path / "w.bin").write_bytes(arr.tobytes())
     m = _ext_model("w.bin", length=1200, dims=(300,))
-    doc = onnx_bridge.import_onnx(_save(tmp_path, m))
+    doc = onnx_import.import_onnx(_save(tmp_path, m))
     with pytest.raises(FormatError) as e:
-        onnx_bridge.export_onnx(doc.model, tmp_path / "w.bin")
+        onnx_export.export_onnx(doc.model, tmp_path / "w.bin")
     assert e.value.kind is Kind.IO
     assert (tmp_path / "w.bin").read_bytes() == arr.tobytes()
     # the .data file beside the destination must not be a source either
     os.link(tmp_path / "w.bin", tmp_path / "x.onnx.data")
     with pytest.raises(FormatError):
-        onnx_bridge.export_onnx(doc.model, tmp_path / "x.onnx", external=True)
+        onnx_export.export_onnx(doc.model, tmp_path / "x.onnx", external=True)
     assert (tmp_path / "w.bin").read_bytes() == arr.tobytes()
     assert not (tmp_path / "x.onnx").exists()
 
@@ -336,7 +336,7 @@ def test_dropped_fields_are_findings(tmp_path):
     p = m.graph.node[0].metadata_props.add()
     p.key, p.value = "k", "v"
     m.graph.input[0].type.denotation = "IMAGE"
-    doc = onnx_bridge.import_onnx(_save(tmp_path, m))
+    doc = onnx_import.import_onnx(_save(tmp_path, m))
     assert sorted((f.code, f.where) for f in doc.findings) == [
         ("dropped-field", "onnx.graph.inputs[0].type.denotation"), ("dropped-field", "onnx.graph.nodes[0].metadata_props")]
 
@@ -348,9 +348,9 @@ def test_invalid_utf8_text_is_malformed(tmp_path):
     p = tmp_path / "m.onnx"
     p.write_bytes(m.SerializeToString().replace(b"NAMEX", b"NA\xffEX"))
     with pytest.raises(FormatError) as e:
-        onnx_bridge.import_onnx(p)
+        onnx_import.import_onnx(p)
     assert (e.value.kind, e.value.where) == (Kind.MALFORMED, "onnx.graph.nodes[0].name")
-    doc = onnx_bridge.import_onnx(p, mode="diagnose")
+    doc = onnx_import.import_onnx(p, mode="diagnose")
     assert doc.model.graph.nodes[0].name == "NA\ufffdEX"
     assert [(q.kind, q.where) for q in doc.problems] == [(Kind.MALFORMED, "onnx.graph.nodes[0].name")]
 
@@ -360,7 +360,7 @@ def test_container_type_without_element_type_becomes_unknown(tmp_path):
     vi = onnx.ValueInfoProto(name="s")
     vi.type.sequence_type.SetInParent()
     m = _model([helper.make_node("Identity", ["s"], ["y"], name="i")], inputs=[vi], outputs=[helper.make_tensor_value_info("y", 1, [1])])
-    doc = onnx_bridge.import_onnx(_save(tmp_path, m))
+    doc = onnx_import.import_onnx(_save(tmp_path, m))
     assert doc.model.graph.inputs[0].type is None
     assert [(f.code, f.where) for f in doc.findings] == [("incomplete-type", "onnx.graph.inputs[0].type")]
     writer.write(doc.model, tmp_path / "m.onemodel")
@@ -383,9 +383,9 @@ def test_mutated_onnx_files_raise_only_format_errors(tmp_path):
             k = rng.randrange(len(b))
             b[k] = rng.randrange(256)
         p.write_bytes(bytes(b))
-        onnx_bridge.import_onnx(p, mode="diagnose") if rng.random() < 0.3 else None
+        onnx_import.import_onnx(p, mode="diagnose") if rng.random() < 0.3 else None
         try:
-            doc = onnx_bridge.import_onnx(p)
+            doc = onnx_import.import_onnx(p)
             writer.write(doc.model, q)
         except FormatError:
             continue
@@ -397,9 +397,9 @@ def test_mutated_onnx_files_raise_only_format_errors(tmp_path):
 def test_diagnose_never_raises_format_errors(tmp_path):
     p = tmp_path / "bad.onnx"
     p.write_bytes(b"\x0a\xff\xff\xff\xff\x0f garbage")
-    doc = onnx_bridge.import_onnx(p, mode="diagnose")
+    doc = onnx_import.import_onnx(p, mode="diagnose")
     assert doc.model is None and [(q.kind, q.where) for q in doc.problems] == [(Kind.MALFORMED, "onnx")]
-    doc = onnx_bridge.import_onnx(tmp_path / "missing.onnx", mode="diagnose")
+    doc = onnx_import.import_onnx(tmp_path / "missing.onnx", mode="diagnose")
     assert doc.model is None and doc.problems[0].kind is Kind.IO
 
 
@@ -407,7 +407,7 @@ def test_inline_raw_data_is_a_view_of_the_onnx_file(tmp_path):
     """Graph initializers' raw_data is not parsed into memory: tensors are views of the (mapped) file."""
     src = os.path.join(os.path.dirname(__file__), "..", "testdata", "valid", "showcase.onnx")
     blob = open(src, "rb").read()
-    doc = onnx_bridge.import_onnx(src)
+    doc = onnx_import.import_onnx(src)
     reference = onnx.load(src)
     for t, tp in zip(doc.model.graph.initializers, reference.graph.initializer):
         assert isinstance(t.storage, FileStorage) and t.storage.mapped
@@ -427,16 +427,16 @@ def test_unusual_wire_layout_falls_back_to_plain_parsing(tmp_path):
     graph = b"\x2a" + bytes([len(tensor)]) + tensor + b"\x62" + bytes([len(out)]) + out  # initializer, output
     blob = b"\x08\x0a" + b"\x3a" + bytes([len(graph)]) + graph + b"\x42\x02\x10\x15"  # ir 10, graph, opset 21
     assert onnx.ModelProto.FromString(blob).graph.initializer[0].raw_data == last
-    assert onnx_bridge._strip_initializer_data(blob) is None
+    assert onnx_wire.strip_initializer_data(blob) is None
     p = tmp_path / "dup.onnx"
     p.write_bytes(blob)
-    doc = onnx_bridge.import_onnx(p)
+    doc = onnx_import.import_onnx(p)
     assert doc.model.graph.initializers[0].values().tolist() == [4.0, 5.0, 6.0, 7.0]
 
 
 def test_export_external_without_big_tensors_writes_no_data_file(tmp_path):
     doc = omf.open(os.path.join(os.path.dirname(__file__), "..", "testdata", "valid", "sparse.onemodel"))
-    onnx_bridge.export_onnx(doc.model, tmp_path / "s.onnx", external=True)
+    onnx_export.export_onnx(doc.model, tmp_path / "s.onnx", external=True)
     assert os.listdir(tmp_path) == ["s.onnx"]
     onnx.checker.check_model(onnx.load(str(tmp_path / "s.onnx")))
 
@@ -448,7 +448,7 @@ def test_external_hard_link_is_refused(tmp_path):
     (tmp_path / "secret.bin").write_bytes(bytes(64))
     os.link(tmp_path / "secret.bin", d / "w.bin")
     with pytest.raises(FormatError) as e:
-        onnx_bridge.import_onnx(_save(d, _ext_model("w.bin")))
+        onnx_import.import_onnx(_save(d, _ext_model("w.bin")))
     assert (e.value.kind, e.value.where) == (Kind.MALFORMED, "onnx.graph.initializers[0].external_data.location")
 
 
@@ -513,10 +513,10 @@ def _type_chain(sequences: int, shape) -> dict:
 
 def _assert_refused(tmp_path, doc, depth: int, where: str, external: bool = False) -> None:
     ext = {id(t): ("m.onnx.data", 0, t.length) for t in all_tensors(doc.model)} if external else {}
-    assert onnx_bridge.proto_depth(doc.model, ext) == (depth, where)
-    assert not _decodes(onnx_bridge.model_to_proto(doc.model, external=ext))  # the refusal is right, not cautious
+    assert onnx_export.proto_depth(doc.model, ext) == (depth, where)
+    assert not _decodes(onnx_export.model_to_proto(doc.model, external=ext))  # the refusal is right, not cautious
     with pytest.raises(FormatError) as e:
-        onnx_bridge.export_onnx(doc.model, tmp_path / "out" / "m.onnx", external=external)
+        onnx_export.export_onnx(doc.model, tmp_path / "out" / "m.onnx", external=external)
     assert (e.value.kind, e.value.where, e.value.offset) == (Kind.UNSUPPORTED, where, None)
     assert f"{depth} deep" in e.value.message and "100" in e.value.message
     assert os.listdir(tmp_path / "out") == []  # nothing written, no temporary file left
@@ -524,11 +524,11 @@ def _assert_refused(tmp_path, doc, depth: int, where: str, external: bool = Fals
 
 def _assert_exports(tmp_path, doc, depth: int, **kw) -> None:
     dst = tmp_path / "out" / "m.onnx"
-    onnx_bridge.export_onnx(doc.model, dst, **kw)
+    onnx_export.export_onnx(doc.model, dst, **kw)
     back = onnx.load(str(dst))
     assert _proto_depth_oracle(back) == depth
-    again = onnx_bridge.import_onnx(dst)
-    assert onnx_bridge.proto_depth(again.model)[0] == depth
+    again = onnx_import.import_onnx(dst)
+    assert onnx_export.proto_depth(again.model)[0] == depth
     again.close()
 
 
@@ -545,7 +545,7 @@ def test_export_graph_nesting_boundary(tmp_path, out):
     from test_reader_util import node
 
     doc = _open_manifest(tmp_path, _graph_chain(34, []))
-    assert onnx_bridge.proto_depth(doc.model) == (100, _graph_path(34))
+    assert onnx_export.proto_depth(doc.model) == (100, _graph_path(34))
     _assert_exports(tmp_path, doc, 100)
     doc.close()
     (out / "m.onnx").unlink()
@@ -567,7 +567,7 @@ def test_export_type_nesting_boundary(tmp_path, out, sequences, shape, depth, ta
     doc = _open_manifest(tmp_path, _type_chain(sequences, shape))
     where = "manifest.graph.inputs[0].type" + ".inner" * sequences + tail
     if depth <= 100:
-        assert onnx_bridge.proto_depth(doc.model) == (depth, where)
+        assert onnx_export.proto_depth(doc.model) == (depth, where)
         _assert_exports(tmp_path, doc, depth)
     else:
         _assert_refused(tmp_path, doc, depth, where)
@@ -582,7 +582,7 @@ def test_export_external_data_entries_count(tmp_path, out):
     big = {"name": "t", "type": 4, "value": tensor("c", 1, [256], 0, 1024)}
     doc = _open_manifest(tmp_path, _graph_chain(33, [node("Constant", [], ["leaf"], attributes=[big])]), bytes(1024))
     where = _graph_path(33) + ".nodes[0].attributes[0].value"
-    assert onnx_bridge.proto_depth(doc.model) == (100, where)
+    assert onnx_export.proto_depth(doc.model) == (100, where)
     _assert_exports(tmp_path, doc, 100)
     (out / "m.onnx").unlink()
     _assert_refused(tmp_path, doc, 101, where + ".data", external=True)
@@ -610,7 +610,7 @@ def test_proto_depth_matches_the_exported_messages_of_every_valid_file():
         doc = omf.open(path)
         ext = {id(t): ("x.data", 0, t.length) for t in all_tensors(doc.model) if t.dtype != 8}
         for e in ({}, ext):
-            assert onnx_bridge.proto_depth(doc.model, e)[0] == _proto_depth_oracle(onnx_bridge.model_to_proto(doc.model, external=e)), path
+            assert onnx_export.proto_depth(doc.model, e)[0] == _proto_depth_oracle(onnx_export.model_to_proto(doc.model, external=e)), path
         doc.close()
 
 
@@ -687,10 +687,10 @@ def test_proto_depth_is_exact_and_protobuf_decodes_exactly_up_to_100(seed):
         model = _random_model(rng)
         tensors = [t for t in all_tensors(model)]
         ext = {id(t): ("x.data", 0, 0) for t in tensors if rng.random() < 0.5}
-        mp = onnx_bridge.model_to_proto(model, external=ext)
-        depth = onnx_bridge.proto_depth(model, ext)[0]
+        mp = onnx_export.model_to_proto(model, external=ext)
+        depth = onnx_export.proto_depth(model, ext)[0]
         assert depth == _proto_depth_oracle(mp)
-        assert _decodes(mp) == (depth <= onnx_bridge.PROTO_DEPTH_LIMIT), depth
+        assert _decodes(mp) == (depth <= onnx_export.PROTO_DEPTH_LIMIT), depth
 
 
 def test_export_of_records_nested_past_the_python_stack_is_unsupported(tmp_path):
@@ -704,10 +704,10 @@ def test_export_of_records_nested_past_the_python_stack_is_unsupported(tmp_path)
         t = Type("optional", inner=t, where=where + ".inner" * i)
     m = Model(8, Graph(inputs=(ValueInfo("x", t, "manifest.graph.inputs[0]"),), where="manifest.graph"))
     with pytest.raises(RecursionError):
-        onnx_bridge.model_to_proto(m)
-    assert onnx_bridge.proto_depth(m) == (3 + 2 * n + 1, where + ".inner" * n)
+        onnx_export.model_to_proto(m)
+    assert onnx_export.proto_depth(m) == (3 + 2 * n + 1, where + ".inner" * n)
     with pytest.raises(FormatError) as e:
-        onnx_bridge.export_onnx(m, tmp_path / "m.onnx")
+        onnx_export.export_onnx(m, tmp_path / "m.onnx")
     assert (e.value.kind, e.value.where) == (Kind.UNSUPPORTED, where + ".inner" * n)
     assert os.listdir(tmp_path) == []
 
@@ -720,11 +720,11 @@ def test_import_of_onnx_nested_past_protobuf_depth_is_malformed(tmp_path):
     for leaf, ok in (([], True), ([node("Relu", [], ["leaf"])], False)):
         doc = _open_manifest(tmp_path, _graph_chain(34, leaf))
         p = tmp_path / "deep.onnx"
-        p.write_bytes(onnx_bridge.model_to_proto(doc.model).SerializeToString())
+        p.write_bytes(onnx_export.model_to_proto(doc.model).SerializeToString())
         doc.close()
         if ok:
-            onnx_bridge.import_onnx(p).close()
+            onnx_import.import_onnx(p).close()
         else:
             with pytest.raises(FormatError) as e:
-                onnx_bridge.import_onnx(p)
+                onnx_import.import_onnx(p)
             assert (e.value.kind, e.value.where) == (Kind.MALFORMED, "onnx")

@@ -22,7 +22,7 @@ from onnx import numpy_helper
 
 from onemodel_viewer import format as omf
 from onemodel_viewer.format import dtypes as omdt
-from onemodel_viewer.format import onnx_bridge, writer
+from onemodel_viewer.format import onnx_export, onnx_wire, writer
 from onemodel_viewer.format.schema import all_tensors
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -37,7 +37,7 @@ DROPPED_IN = {("onnx.FunctionProto", "value_info"), ("onnx.ValueInfoProto", "doc
 
 
 def _float_fields(msg, field: int) -> list[int]:
-    return onnx_bridge._fixed32_fields(msg.SerializeToString(), field)
+    return onnx_wire.fixed32_fields(msg.SerializeToString(), field)
 
 
 def _tensor(t: onnx.TensorProto, base: str) -> dict:
@@ -182,9 +182,9 @@ def test_round_trip(src, tmp_path):
         else:
             assert t.raw().tobytes() == n["data"], t.where
 
-    onnx_bridge.export_onnx(back.model, tmp_path / "back.onnx")  # the streamed serializer
+    onnx_export.export_onnx(back.model, tmp_path / "back.onnx")  # the streamed serializer
     exported = onnx.load(str(tmp_path / "back.onnx"))
-    assert exported == onnx_bridge.model_to_proto(back.model)
+    assert exported == onnx_export.model_to_proto(back.model)
     d = first_difference(normalize(source, base), normalize(exported, base))
     assert d is None, d
     back.close()

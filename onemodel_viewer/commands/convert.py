@@ -97,11 +97,11 @@ def run_export(src: str, dst: str) -> int:
     """Write SRC (OneModel or ONNX) as an ONNX file DST (weights over 2 GB go to DST.data). 0 ok, 1 error.
 
     A model the ONNX file could not hold readably (nested deeper than protobuf decodes) is refused before
-    anything is written: Unsupported at its deepest path (``onnx_bridge.proto_depth``).
+    anything is written: Unsupported at its deepest path (``onnx_export.proto_depth``).
     """
-    from ..format import onnx_bridge
+    from ..format import onnx_export
 
     def action(doc, out):
-        onnx_bridge.export_onnx(doc.model, out, sources=[src, *doc.external_files])
+        onnx_export.export_onnx(doc.model, out, sources=[src, *doc.external_files])
 
     return _run(src, dst, action)

@@ -2,7 +2,7 @@
 
 ``open_path(path, mode)`` sniffs the first 8 bytes: ``ONEMODEL`` goes to this reader; a file
 that does not end in ``.onemodel``, has at least 8 bytes and does not start with something close
-to the magic goes to the ONNX importer (``onnx_bridge.import_onnx``); anything else is read here
+to the magic goes to the ONNX importer (``onnx_import.import_onnx``); anything else is read here
 (and fails at ``header.magic``).
 
 One code path for both modes: every check calls ``self.report(kind, where, offset, message)``;
@@ -1391,7 +1391,7 @@ def _open(path, mode: str, keep: list | None) -> Document:
             return _ort.open_ort(path, mode, storage, report, resolve)
         if not sniff_onemodel(path, first[:8], storage.size):
             storage.close()
-            from .onnx_bridge import import_onnx
+            from .onnx_import import import_onnx
 
             return import_onnx(path, mode=mode)
         doc = Document(path, "onemodel", storage.size, storage=storage, mode=mode)

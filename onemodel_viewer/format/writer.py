@@ -440,7 +440,8 @@ def model_sources(model: Model) -> set[str]:
     return paths
 
 
-def _refuse_sources(dst: str, sources: Iterable[str]) -> None:
+def refuse_sources(dst: str, sources: Iterable[str]) -> None:
+    """Io at ``destination`` when ``dst`` exists and is one of ``sources`` (a file the model reads)."""
     if not os.path.exists(dst):
         return
     for src in sources:
@@ -530,7 +531,8 @@ def _umask() -> int:
     return mask
 
 
-def _write_all(f, data) -> None:
+def write_all(f, data) -> None:
+    """Write every byte of ``data`` to the unbuffered file ``f`` (a short write is continued)."""
     view = memoryview(data)
     while view.nbytes:
         n = f.write(view)
@@ -539,7 +541,7 @@ def _write_all(f, data) -> None:
         view = view[n:]
 
 
-class _SourceFds:
+class SourceFds:
     """Read-only descriptors of source files, opened once per FileStorage and checked against it."""
 
     def __init__(self) -> None:
@@ -566,7 +568,7 @@ class _SourceFds:
 _HAVE_CFR = hasattr(os, "copy_file_range")
 
 
-def copy_storage_range(out, storage: Storage, offset: int, length: int, fds: "_SourceFds | None" = None) -> None:
+def copy_storage_range(out, storage: Storage, offset: int, length: int, fds: "SourceFds | None" = None) -> None:
     """Append ``length`` bytes of ``storage`` at ``offset`` to the file ``out``, in bounded memory.
 
     Files are copied with ``os.copy_file_range`` (in-kernel) or ``pread`` in
@@ -598,7 +600,7 @@ def copy_storage_range(out, storage: Storage, offset: int, length: int, fds: "_S
                 if not chunk:
                     raise FormatError(Kind.IO, "file", offset + done, f"{storage.path} is shorter than when it was opened")
                 os.lseek(dst, pos + done, os.SEEK_SET)
-                _write_all(out, chunk)
+                write_all(out, chunk)
                 got = len(chunk)
             done += got
         out.seek(0, os.SEEK_END)
@@ -608,7 +610,7 @@ def copy_storage_range(out, storage: Storage, offset: int, length: int, fds: "_S
     storage.check()
     buf = memoryview(storage.buffer())
     for start in range(offset, offset + length, CHUNK):
-        _write_all(out, buf[start : min(start + CHUNK, offset + length)])
+        write_all(out, buf[start : min(start + CHUNK, offset + length)])
 
 
 _ZEROS = bytes(ALIGN)
@@ -623,18 +625,18 @@ def write(model: Model, path: str | os.PathLike, *, sources: Iterable[str] = ())
     """
     dst = os.fspath(path)
     planned, manifest, data_offset, dlen = _layout(model)
-    _refuse_sources(dst, set(sources) | model_sources(model))
+    refuse_sources(dst, set(sources) | model_sources(model))
     items = _data_items(planned)
-    fds = _SourceFds()
+    fds = SourceFds()
     try:
         with atomic_output(dst) as f:
-            _write_all(f, header_bytes(len(manifest), dlen))
-            _write_all(f, manifest)
-            _write_all(f, bytes(data_offset - HEADER_SIZE - len(manifest)))
+            write_all(f, header_bytes(len(manifest), dlen))
+            write_all(f, manifest)
+            write_all(f, bytes(data_offset - HEADER_SIZE - len(manifest)))
             pos = 0
             for t in items:
                 if t.offset > pos:
-                    _write_all(f, _ZEROS[: t.offset - pos] if t.offset - pos <= ALIGN else bytes(t.offset - pos))
+                    write_all(f, _ZEROS[: t.offset - pos] if t.offset - pos <= ALIGN else bytes(t.offset - pos))
                 copy_storage_range(f, t.storage, t.file_offset, t.length, fds)  # type: ignore[arg-type]
                 pos = t.offset + t.length
     finally:

@@ -1,18 +1,14 @@
-"""ONNX <-> schema records, both ways.
+"""ONNX -> schema records.
 
 :func:`import_onnx` loads an ONNX file (without its external data) and converts
 every construct into the records of :mod:`.schema`; tensor bytes stay where
-they are: ``raw_data`` is kept as the bytes object protobuf hands out, typed
-fields (``float_data``, ``int32_data``...) are re-encoded into the ``raw_data``
-layout, and external data becomes a zero-copy view of the external file, after
-its location has been checked to stay inside the model's folder.
+they are: ``raw_data`` is kept as the bytes object protobuf hands out (or, for
+graph initializers, a view of the file: :func:`.onnx_wire.strip_initializer_data`),
+typed fields (``float_data``, ``int32_data``...) are re-encoded into the
+``raw_data`` layout, and external data becomes a zero-copy view of the external
+file, after its location has been checked to stay inside the model's folder.
 
-:func:`model_to_proto` / :func:`export_onnx` go the other way: ``raw_data``
-for every tensor (``string_data`` for strings), float attributes rebuilt from
-their bit patterns so NaN payloads and -0.0 survive, and weights moved to an
-external ``<dst>.data`` file (streamed) when they would not fit in a protobuf.
-
-Decisions (see the report / README format notes):
+Decisions (see the README format notes):
 
 * an external ``location`` that is absolute, contains ``..``, resolves
   (symlinks included) outside the model's folder, or names a file with more
@@ -26,28 +22,23 @@ Decisions (see the report / README format notes):
   ``denotation``, ``quantization_annotation``, function ``value_info``,
   ``training_info``, ``configuration``, node ``device_configurations``) are
   dropped with a ``dropped-field`` finding; a negative ``dim_value`` becomes an
-  unknown dimension with a ``negative-dim`` finding (CLARIFICATIONS);
-* export of a model whose ONNX file would nest protobuf messages more than
-  :data:`PROTO_DEPTH_LIMIT` deep (graphs in attributes, types in types) is
-  **Unsupported** at the deepest record's ``where``, refused before anything is
-  written (CLARIFICATIONS): every protobuf decoder would reject the file.
+  unknown dimension with a ``negative-dim`` finding (CLARIFICATIONS).
 
 numpy and onnx are imported inside functions only.
 """
 
 from __future__ import annotations
 
-import itertools
 import math
 import os
 import stat
-import struct
-from typing import TYPE_CHECKING, Container, Iterable, Iterator
+from typing import TYPE_CHECKING, Iterable
 
 from .document import Document
 from .dtypes import DTYPES, STRING
 from .errors import Finding, FormatError, Kind, Problem
 from .header import MAX_COUNT
+from .onnx_wire import DATA_LOCATION_EXTERNAL, float_bits, strip_initializer_data
 from .schema import (
     Attribute,
     AttrType,
@@ -60,7 +51,6 @@ from .schema import (
     Tensor,
     Type,
     ValueInfo,
-    all_tensors,
     bits_from_float,
 )
 from .storage import BytesStorage, FileStorage
@@ -68,150 +58,7 @@ from .storage import BytesStorage, FileStorage
 if TYPE_CHECKING:  # pragma: no cover
     import onnx
 
-__all__ = ["import_onnx", "import_proto", "model_to_proto", "export_onnx", "proto_depth", "PROTO_LIMIT", "PROTO_DEPTH_LIMIT",
-           "EXTERNAL_THRESHOLD"]
-
-PROTO_LIMIT = 2_000_000_000
-"""Tensor bytes above which :func:`export_onnx` moves weights to external data (protobuf caps a message at 2 GiB)."""
-PROTO_DEPTH_LIMIT = 100
-"""Submessages a protobuf decoder opens inside a ModelProto at most: the default recursion limit of upb
-(``onnx.load``) and of C++ protobuf (``onnx.checker``, ONNX Runtime). A file nested deeper is unreadable."""
-EXTERNAL_THRESHOLD = 1024
-"""Tensors of at least this many bytes go to the external file when weights are external (onnx's own default)."""
-
-_EXTERNAL = 1  # TensorProto.EXTERNAL
-
-
-# ---------------------------------------------------------------------------------------------
-# Protobuf wire helpers: exact float bit patterns
-# ---------------------------------------------------------------------------------------------
-
-
-def _varint(buf: bytes, pos: int) -> tuple[int, int]:
-    result = shift = 0
-    while True:
-        if pos >= len(buf):
-            raise ValueError("truncated varint")
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if b < 0x80:
-            return result, pos
-        shift += 7
-        if shift > 70:
-            raise ValueError("varint too long")
-
-
-def _fixed32_fields(buf: bytes, field: int) -> list[int]:
-    """Every 32-bit value of ``field`` (fixed32 or packed) in a serialized message, in order."""
-    out: list[int] = []
-    pos, n = 0, len(buf)
-    while pos < n:
-        key, pos = _varint(buf, pos)
-        num, wt = key >> 3, key & 7
-        if wt == 0:
-            _, pos = _varint(buf, pos)
-        elif wt == 1:
-            pos += 8
-        elif wt == 5:
-            if num == field:
-                out.append(struct.unpack_from("<I", buf, pos)[0])
-            pos += 4
-        elif wt == 2:
-            ln, pos = _varint(buf, pos)
-            if num == field:
-                out.extend(struct.unpack_from(f"<{ln // 4}I", buf, pos))
-            pos += ln
-        else:
-            raise ValueError(f"unexpected wire type {wt}")
-    return out
-
-
-def _float_bits(values, proto, field: int) -> tuple[int, ...]:
-    """Bit patterns of a float field; re-read from the wire only when a NaN may have been quieted."""
-    vals = list(values)
-    if not any(v != v for v in vals):
-        return tuple(bits_from_float(v) for v in vals)
-    return tuple(_fixed32_fields(proto.SerializeToString(), field))
-
-
-def _fields(buf, start: int, end: int):
-    """(field number, wire type, field start, value start, value end) of each field in ``buf[start:end]``."""
-    pos = start
-    while pos < end:
-        fs = pos
-        key, pos = _varint(buf, pos)
-        num, wt = key >> 3, key & 7
-        if wt == 0:
-            _, ve = _varint(buf, pos)
-            vs = pos
-        elif wt == 1:
-            vs, ve = pos, pos + 8
-        elif wt == 5:
-            vs, ve = pos, pos + 4
-        elif wt == 2:
-            ln, vs = _varint(buf, pos)
-            ve = vs + ln
-        else:
-            raise ValueError(f"wire type {wt}")
-        if ve > end or num == 0:
-            raise ValueError("field past the end of its message")
-        pos = ve
-        yield num, wt, fs, vs, ve
-
-
-def _strip_initializer_data(buf) -> tuple[bytes, dict[int, tuple[int, int]]] | None:
-    """The model bytes without the graph initializers' raw_data, and where each raw_data lies in ``buf``.
-
-    Lets the importer parse a model of any size in little memory and map its
-    weights in place. None when the bytes are anything but plain (a repeated
-    singular field, groups, truncation): the caller then parses them as they are.
-    """
-    try:
-        top = list(_fields(buf, 0, len(buf)))
-        graphs = [f for f in top if f[0] == 7]
-        if len(graphs) != 1 or graphs[0][1] != 2:
-            return None
-        _n, _w, _fs, gs, ge = graphs[0]
-        graph = bytearray()
-        spans: dict[int, tuple[int, int]] = {}
-        index = 0
-        for num, wt, fs, vs, ve in _fields(buf, gs, ge):
-            if num == 5 and wt == 2:
-                tfields = list(_fields(buf, vs, ve))
-                raws = [f for f in tfields if f[0] == 9]
-                if len(raws) > 1 or (raws and raws[0][1] != 2):
-                    return None
-                if raws:
-                    stripped = b"".join(buf[f[2]:f[4]] for f in tfields if f[0] != 9)
-                    spans[index] = (raws[0][3], raws[0][4] - raws[0][3])
-                    graph += b"\x2a" + _varint_bytes(len(stripped)) + stripped
-                else:
-                    graph += buf[fs:ve]
-                index += 1
-            else:
-                graph += buf[fs:ve]
-        head = b"".join(buf[f[2]:f[4]] for f in top if f[0] != 7)
-        return head + b"\x3a" + _varint_bytes(len(graph)) + bytes(graph), spans
-    except (ValueError, IndexError):
-        return None
-
-
-def _varint_bytes(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
-
-
-# ---------------------------------------------------------------------------------------------
-# Import
-# ---------------------------------------------------------------------------------------------
+__all__ = ["import_onnx", "import_proto"]
 
 
 def _unsafe_location(loc: str) -> bool:
@@ -349,7 +196,7 @@ class _Importer:
                 self.problem(Kind.INVALID_MODEL, where + ".string_data", f"{len(strings)} strings for {count} elements")
             return Tensor(name, dtype, dims, doc, strings=strings, where=where)
         expected = info.byte_length(count)
-        if tp.data_location == _EXTERNAL:
+        if tp.data_location == DATA_LOCATION_EXTERNAL:
             return self.external(tp, name, dtype, dims, doc, expected, where)
         if tp.data_location != 0:
             self.problem(Kind.UNSUPPORTED, where + ".data_location", f"unknown data_location {tp.data_location}")
@@ -392,7 +239,7 @@ class _Importer:
         from .dtypes import encode
 
         if info.code in (1, 14):  # float_data: keep exact bit patterns (NaN payloads)
-            bits = _float_bits(tp.float_data, tp, 4)
+            bits = float_bits(tp.float_data, tp, 4)
             need = math.prod(tp.dims) * (2 if info.code == 14 else 1)
             if len(bits) != need:
                 raise ValueError(f"{len(bits)} values for {need}")
@@ -473,7 +320,7 @@ class _Importer:
                 return Attribute(name, 0, None, "", doc, where)
         v: object
         if t == AttrType.FLOAT:
-            v = _float_bits([ap.f], ap, 2)[-1] if ap.f != ap.f else bits_from_float(ap.f)
+            v = float_bits([ap.f], ap, 2)[-1] if ap.f != ap.f else bits_from_float(ap.f)
         elif t == AttrType.INT:
             v = ap.i
         elif t == AttrType.STRING:
@@ -483,7 +330,7 @@ class _Importer:
         elif t == AttrType.GRAPH:
             v = self.graph(ap.g, w)
         elif t == AttrType.FLOATS:
-            v = _float_bits(ap.floats, ap, 7)
+            v = float_bits(ap.floats, ap, 7)
         elif t == AttrType.INTS:
             v = tuple(ap.ints)
         elif t == AttrType.STRINGS:
@@ -593,10 +440,10 @@ def import_proto(mp: "onnx.ModelProto", path: str = "model.onnx", mode: str = "s
 
 def _resolve(model: Model, imp: _Importer) -> None:
     """Section 3's reading rules, as for a OneModel file: names, opsets, dependency order (``Graph.order``)."""
-    from .reader import Reporter, _Resolver
+    from .reader import Reporter, resolve
 
     report = Reporter(imp.strict)
-    _Resolver(report, model).run()
+    resolve(model, report)
     imp.problems.extend(report.problems)
     imp.findings.extend(report.findings)
 
@@ -630,7 +477,7 @@ def _import(path: str, mode: str) -> Document:
     storage = FileStorage(path)  # FormatError(Io) when it cannot be read; mapped when >= 1 MiB
     size = storage.size
     buf = storage.buffer()
-    stripped = _strip_initializer_data(buf)
+    stripped = strip_initializer_data(buf)
     data, spans = stripped if stripped is not None else (storage.read(0, size), {})
     mp = onnx.ModelProto()
     try:
@@ -653,404 +500,3 @@ def _import(path: str, mode: str) -> Document:
     except RecursionError as e:
         raise FormatError(Kind.UNSUPPORTED, "onnx", None, "the model is nested too deeply") from e
     return Document(path, "onnx", size, model=model, problems=problems, findings=findings, external_files=external)
-
-
-# ---------------------------------------------------------------------------------------------
-# Export
-# ---------------------------------------------------------------------------------------------
-
-
-class _Exporter:
-    def __init__(self, external: dict[int, tuple[str, int, int]] | None) -> None:
-        self.external = external or {}
-
-    def tensor(self, t: Tensor, tp) -> None:
-        if self.tensor_meta(t, tp):
-            tp.raw_data = t.storage.read(t.file_offset, t.length) if (t.length and t.storage is not None) else b""
-
-    def tensor_meta(self, t: Tensor, tp) -> bool:
-        """Every field but raw_data; True when raw_data is still to be set."""
-        tp.name = t.name
-        tp.data_type = t.dtype
-        tp.dims.extend(t.dims)
-        if t.doc:
-            tp.doc_string = t.doc
-        if t.dtype == STRING:
-            tp.string_data.extend(t.strings or ())
-            return False
-        ext = self.external.get(id(t))
-        if ext is not None:
-            loc, off, ln = ext
-            tp.data_location = _EXTERNAL
-            for k, v in (("location", loc), ("offset", str(off)), ("length", str(ln))):
-                e = tp.external_data.add()
-                e.key, e.value = k, v
-            return False
-        return True
-
-    def sparse(self, s: SparseTensor, sp) -> None:
-        self.tensor(s.values, sp.values)
-        self.tensor(s.indices, sp.indices)
-        sp.dims.extend(s.dims)
-
-    def type(self, t: Type, tp) -> None:
-        k = t.kind
-        if k in ("tensor", "sparse_tensor"):
-            tt = tp.tensor_type if k == "tensor" else tp.sparse_tensor_type
-            tt.elem_type = t.elem
-            if t.shape is not None:
-                tt.shape.SetInParent()
-                for d in t.shape:
-                    dim = tt.shape.dim.add()
-                    if isinstance(d, int):
-                        dim.dim_value = d
-                    elif isinstance(d, str):
-                        dim.dim_param = d
-        elif k in ("sequence", "optional"):
-            st = tp.sequence_type if k == "sequence" else tp.optional_type
-            st.SetInParent()
-            if t.inner is not None:
-                self.type(t.inner, st.elem_type)
-        elif k == "map":
-            tp.map_type.key_type = t.key
-            if t.inner is not None:
-                self.type(t.inner, tp.map_type.value_type)
-            else:
-                tp.map_type.SetInParent()
-        elif k == "opaque":
-            tp.opaque_type.SetInParent()
-            tp.opaque_type.domain = t.domain
-            tp.opaque_type.name = t.name
-        else:
-            raise FormatError(Kind.UNSUPPORTED, t.where, None, f"unsupported type kind {k!r}")
-
-    def vi(self, v: ValueInfo, vp) -> None:
-        vp.name = v.name
-        if v.type is not None:
-            self.type(v.type, vp.type)
-
-    def attr(self, a: Attribute, ap) -> None:
-        ap.name = a.name
-        ap.type = a.type
-        if a.doc:
-            ap.doc_string = a.doc
-        if a.ref:
-            ap.ref_attr_name = a.ref
-            return
-        t, v = a.type, a.value
-        if v is None:
-            return
-        if t == AttrType.FLOAT:
-            ap.MergeFromString(b"\x15" + struct.pack("<I", v))  # field 2, fixed32: the exact bits
-        elif t == AttrType.INT:
-            ap.i = v
-        elif t == AttrType.STRING:
-            ap.s = v
-        elif t == AttrType.TENSOR:
-            self.tensor(v, ap.t)
-        elif t == AttrType.GRAPH:
-            self.graph(v, ap.g)
-        elif t == AttrType.FLOATS:
-            if v:
-                payload = struct.pack(f"<{len(v)}I", *v)
-                ap.MergeFromString(b"\x3a" + _varint_bytes(len(payload)) + payload)  # field 7, packed
-        elif t == AttrType.INTS:
-            ap.ints.extend(v)
-        elif t == AttrType.STRINGS:
-            ap.strings.extend(v)
-        elif t == AttrType.TENSORS:
-            for x in v:
-                self.tensor(x, ap.tensors.add())
-        elif t == AttrType.GRAPHS:
-            for x in v:
-                self.graph(x, ap.graphs.add())
-        elif t == AttrType.SPARSE_TENSOR:
-            self.sparse(v, ap.sparse_tensor)
-        elif t == AttrType.SPARSE_TENSORS:
-            for x in v:
-                self.sparse(x, ap.sparse_tensors.add())
-        elif t == AttrType.TYPE_PROTO:
-            self.type(v, ap.tp)
-        elif t == AttrType.TYPE_PROTOS:
-            for x in v:
-                self.type(x, ap.type_protos.add())
-        else:
-            raise FormatError(Kind.UNSUPPORTED, a.where + ".type", None, f"unsupported attribute type {t}")
-
-    def node(self, n: Node, np_) -> None:
-        np_.op_type = n.op
-        if n.name:
-            np_.name = n.name
-        if n.domain:
-            np_.domain = n.domain
-        if n.overload:
-            np_.overload = n.overload
-        if n.doc:
-            np_.doc_string = n.doc
-        np_.input.extend(n.inputs)
-        np_.output.extend(n.outputs)
-        for a in n.attributes:
-            self.attr(a, np_.attribute.add())
-
-    def graph(self, g: Graph, gp) -> None:
-        gp.SetInParent()
-        if g.name:
-            gp.name = g.name
-        if g.doc:
-            gp.doc_string = g.doc
-        for v in g.inputs:
-            self.vi(v, gp.input.add())
-        for v in g.outputs:
-            self.vi(v, gp.output.add())
-        for v in g.value_info:
-            self.vi(v, gp.value_info.add())
-        for t in g.initializers:
-            self.tensor(t, gp.initializer.add())
-        for s in g.sparse_initializers:
-            self.sparse(s, gp.sparse_initializer.add())
-        for n in g.nodes:
-            self.node(n, gp.node.add())
-
-    def function(self, f: Function, fp) -> None:
-        fp.name = f.name
-        if f.domain:
-            fp.domain = f.domain
-        if f.overload:
-            fp.overload = f.overload
-        if f.doc:
-            fp.doc_string = f.doc
-        fp.input.extend(f.inputs)
-        fp.output.extend(f.outputs)
-        fp.attribute.extend(f.attribute_names)
-        for a in f.attribute_defaults:
-            self.attr(a, fp.attribute_proto.add())
-        for n in f.nodes:
-            self.node(n, fp.node.add())
-        for o in f.opsets:
-            op = fp.opset_import.add()
-            op.domain, op.version = o.domain, o.version
-
-    def model(self, m: Model, mp) -> None:
-        mp.ir_version = m.ir_version
-        for o in m.opsets:
-            op = mp.opset_import.add()
-            op.domain, op.version = o.domain, o.version
-        if m.producer_name:
-            mp.producer_name = m.producer_name
-        if m.producer_version:
-            mp.producer_version = m.producer_version
-        if m.domain:
-            mp.domain = m.domain
-        if m.model_version:
-            mp.model_version = m.model_version
-        if m.doc:
-            mp.doc_string = m.doc
-        self.graph(m.graph, mp.graph)
-        for k, v in m.metadata:
-            p = mp.metadata_props.add()
-            p.key, p.value = k, v
-        for f in m.functions:
-            self.function(f, mp.functions.add())
-
-
-_MESSAGE_ATTRS = frozenset({AttrType.TENSOR, AttrType.GRAPH, AttrType.TENSORS, AttrType.GRAPHS, AttrType.SPARSE_TENSOR,
-                            AttrType.SPARSE_TENSORS, AttrType.TYPE_PROTO, AttrType.TYPE_PROTOS})
-"""Attribute types whose value is written as submessages of the AttributeProto."""
-
-
-def proto_depth(model: Model, external: Container[int] = frozenset()) -> tuple[int, str]:
-    """How deep :func:`model_to_proto` nests protobuf messages, and the ``where`` of the first deepest one.
-
-    The ModelProto is depth 0 and each submessage one more, exactly as the
-    exporter writes them: a graph in a node attribute is 3 deeper than its graph
-    (GraphProto > NodeProto > AttributeProto > GraphProto), a sequence, optional
-    or map type 2 deeper than its type (TypeProto > Sequence > TypeProto), a
-    tensor type's shape 2 and its dims 3 deeper (TypeProto > Tensor >
-    TensorShapeProto > Dimension), an external tensor's entries 1 deeper.
-    ``external`` holds ``id()`` of tensors written as external data. "First" is
-    in the exporter's field order (a pre-order walk); the walk keeps its own
-    stack: any nesting, never a RecursionError.
-    """
-    best, best_where = 0, model.where
-    stack: list[tuple[int, Iterator]] = [(1, iter((model.graph, *model.functions)))]
-    while stack:
-        d, it = stack[-1]
-        rec = next(it, None)
-        if rec is None:
-            stack.pop()
-            continue
-        if d > best:
-            best, best_where = d, rec.where
-        cls = rec.__class__
-        if cls is Node:
-            attrs = rec.attributes
-            if attrs:
-                if d + 1 > best:  # every attribute is one deeper; the first one is met first
-                    best, best_where = d + 1, attrs[0].where
-                nested = [a for a in attrs if a.type in _MESSAGE_ATTRS and a.value is not None and not a.ref]
-                if nested:
-                    stack.append((d + 1, iter(nested)))
-        elif cls is Graph:
-            stack.append((d + 1, itertools.chain(rec.inputs, rec.outputs, rec.value_info, rec.initializers,
-                                                 rec.sparse_initializers, rec.nodes)))
-        elif cls is Attribute:  # one whose value is messages
-            v = rec.value
-            stack.append((d + 1, iter(v if v.__class__ is tuple else (v,))))
-        elif cls is ValueInfo:
-            if rec.type is not None:
-                stack.append((d + 1, iter((rec.type,))))
-        elif cls is Type:
-            w = rec.where
-            if d + 1 > best:  # TypeProto.Tensor / Sequence / Optional / Map / Opaque
-                best, best_where = d + 1, w
-            if rec.kind in ("tensor", "sparse_tensor"):
-                if rec.shape is not None and d + 2 > best:  # TensorShapeProto (present even when empty)
-                    best, best_where = d + 2, w + ".shape"
-                if rec.shape and d + 3 > best:  # Dimension
-                    best, best_where = d + 3, w + ".shape[0]"
-            elif rec.inner is not None:
-                stack.append((d + 2, iter((rec.inner,))))
-        elif cls is SparseTensor:
-            stack.append((d + 1, iter((rec.values, rec.indices))))
-        elif cls is Tensor:
-            if id(rec) in external and d + 1 > best:  # StringStringEntryProto: location, offset, length
-                best, best_where = d + 1, rec.where + ".data"
-        elif cls is Function:
-            stack.append((d + 1, itertools.chain(rec.attribute_defaults, rec.nodes)))
-    return best, best_where
-
-
-def _refuse_too_deep(model: Model, external: Container[int] = frozenset()) -> None:
-    depth, where = proto_depth(model, external)
-    if depth > PROTO_DEPTH_LIMIT:
-        raise FormatError(Kind.UNSUPPORTED, where, None,
-                          f"the ONNX file would nest protobuf messages {depth} deep here; protobuf decoders "
-                          f"(onnx.load, onnx.checker, ONNX Runtime) stop at {PROTO_DEPTH_LIMIT}")
-
-
-def model_to_proto(model: Model, *, external: dict[int, tuple[str, int, int]] | None = None) -> "onnx.ModelProto":
-    """An ONNX ModelProto of ``model``: raw_data for every tensor (bytes copied into the proto).
-
-    ``external`` maps ``id(tensor)`` to ``(location, offset, length)`` for
-    tensors to reference as external data instead (see :func:`export_onnx`).
-    """
-    import onnx
-
-    mp = onnx.ModelProto()
-    _Exporter(external).model(model, mp)
-    return mp
-
-
-def export_onnx(model: Model, path: str | os.PathLike, *, sources: Iterable[str] = (), external: bool | None = None) -> None:
-    """Write ``model`` as an ONNX file at ``path`` (temporary file + rename).
-
-    When the tensors' bytes exceed :data:`PROTO_LIMIT` (or ``external=True``),
-    every tensor of at least :data:`EXTERNAL_THRESHOLD` bytes is streamed into
-    ``<path>.data`` beside it (64-byte aligned) and referenced as external data.
-    Refuses a destination (or its ``.data``) that is a file the model reads, and
-    a model nested deeper than protobuf decodes (:func:`proto_depth` over
-    :data:`PROTO_DEPTH_LIMIT`: Unsupported), before anything is written.
-    """
-    from . import writer
-
-    dst = os.fspath(path)
-    srcs = set(sources) | writer.model_sources(model)
-    tensors = [t for t in all_tensors(model) if t.dtype != STRING]
-    for t in tensors:
-        if t.length and (t.storage is None or t.file_offset is None):
-            raise FormatError(Kind.INVALID_MODEL, t.where, None, "tensor has no bytes")
-    total = sum(t.length for t in tensors)
-    if external is None:
-        external = total > PROTO_LIMIT
-    data_path = dst + ".data"
-    writer._refuse_sources(dst, srcs)
-    if external and not any(t.length >= EXTERNAL_THRESHOLD for t in tensors):
-        external = False  # nothing big enough to move: no empty .data file
-    if not external:
-        _refuse_too_deep(model)
-        fds = writer._SourceFds()
-        try:
-            with writer.atomic_output(dst) as f:
-                _stream_inline(model, f, fds)
-        finally:
-            fds.close()
-        return
-    writer._refuse_sources(data_path, srcs)
-    location = os.path.basename(data_path)
-    ext: dict[int, tuple[str, int, int]] = {}
-    order: list[Tensor] = []
-    cursor = 0
-    for t in tensors:
-        if t.length >= EXTERNAL_THRESHOLD and id(t) not in ext:
-            off = (cursor + 63) // 64 * 64
-            ext[id(t)] = (location, off, t.length)
-            order.append(t)
-            cursor = off + t.length
-    _refuse_too_deep(model, ext)
-    mp = model_to_proto(model, external=ext)
-    try:
-        blob = mp.SerializeToString()
-    except Exception as e:
-        raise FormatError(Kind.UNSUPPORTED, "onnx", None, f"cannot serialize the ONNX model: {e}") from e
-    del mp
-    fds = writer._SourceFds()
-    try:
-        with writer.atomic_output(dst) as fm:
-            with writer.atomic_output(data_path) as fd:
-                pos = 0
-                for t in order:
-                    off = ext[id(t)][1]
-                    if off > pos:
-                        writer._write_all(fd, bytes(off - pos))
-                    writer.copy_storage_range(fd, t.storage, t.file_offset, t.length, fds)  # type: ignore[arg-type]
-                    pos = off + t.length
-            try:
-                writer._write_all(fm, blob)
-            except BaseException:
-                try:
-                    os.unlink(data_path)
-                except OSError:
-                    pass
-                raise
-    finally:
-        fds.close()
-
-
-def _stream_inline(model: Model, f, fds) -> None:
-    """Serialize ``model`` as one ModelProto, streaming graph initializers' raw_data from storage.
-
-    Protobuf allows a message's fields in any order, so the graph is written as
-    its fields without initializers followed by one ``initializer`` field per
-    tensor, whose ``raw_data`` (TensorProto field 9) is copied in chunks: memory
-    stays bounded by the rest of the model, not by the weights.
-    """
-    import onnx
-    from dataclasses import replace
-
-    from . import writer
-
-    bare = replace(model, graph=replace(model.graph, initializers=()))
-    mp = model_to_proto(bare)
-    graph_bytes = mp.graph.SerializeToString()
-    mp.ClearField("graph")
-    head = mp.SerializeToString()
-    exp = _Exporter(None)
-    parts = []
-    graph_len = len(graph_bytes)
-    for t in model.graph.initializers:
-        tp = onnx.TensorProto()
-        raw = exp.tensor_meta(t, tp)
-        meta = tp.SerializeToString()
-        n = t.length if raw else 0
-        raw_head = b"\x4a" + _varint_bytes(n) if raw else b""  # field 9 (raw_data), length-delimited
-        body = len(meta) + len(raw_head) + n
-        parts.append((meta, raw_head, t, n, body))
-        graph_len += 1 + len(_varint_bytes(body)) + body
-    if len(head) + graph_len + 16 > (1 << 31) - 1:
-        raise FormatError(Kind.UNSUPPORTED, "onnx", None, "the model is over 2 GiB: export it with external data")
-    writer._write_all(f, head + b"\x3a" + _varint_bytes(graph_len))  # ModelProto field 7 (graph)
-    writer._write_all(f, graph_bytes)
-    for meta, raw_head, t, n, body in parts:
-        writer._write_all(f, b"\x2a" + _varint_bytes(body) + meta + raw_head)  # GraphProto field 5 (initializer)
-        if n:
-            writer.copy_storage_range(f, t.storage, t.file_offset, n, fds)
