@@ -278,12 +278,15 @@ def _widen(t: Tensor, dense: tuple) -> Tensor | None:
 
 
 def _pair_nodes(ga: Graph, gb: Graph, ma: Model, mb: Model, ort_a: bool, ort_b: bool, eq: dict) -> tuple[Graph, Graph]:
-    by_name_b = {n.name: n for n in gb.nodes if n.name}
-    if len(by_name_b) != len(gb.nodes):
+    def key(n):  # a node by its name, or by the values it makes when unnamed
+        return n.name or ("", *n.outputs)
+
+    by_key_b = {key(n): n for n in gb.nodes}
+    if len(by_key_b) != len(gb.nodes):
         return ga, gb
     nodes_a, repl_b = [], {}
     for n in ga.nodes:
-        o = by_name_b.get(n.name)
+        o = by_key_b.get(key(n))
         if o is None or o.op != n.op:
             nodes_a.append(n)
             continue
@@ -298,8 +301,8 @@ def _pair_nodes(ga: Graph, gb: Graph, ma: Model, mb: Model, ort_a: bool, ort_b: 
                 a, attrs_b[a.name] = replace(a, value=sa), replace(x, value=sb)
             attrs_a.append(a)
         nodes_a.append(replace(n2, attributes=tuple(attrs_a)))
-        repl_b[o.name] = replace(o2, attributes=tuple(attrs_b[a.name] for a in o2.attributes))
-    return replace(ga, nodes=tuple(nodes_a)), replace(gb, nodes=tuple(repl_b.get(n.name, n) for n in gb.nodes))
+        repl_b[key(o)] = replace(o2, attributes=tuple(attrs_b[a.name] for a in o2.attributes))
+    return replace(ga, nodes=tuple(nodes_a)), replace(gb, nodes=tuple(repl_b.get(key(n), n) for n in gb.nodes))
 
 
 def _fill_defaults(n, other, m: Model, eq: dict):
