@@ -108,8 +108,8 @@ class OrtFacts:
     nodes: dict = field(default_factory=dict)
     """``Node.where`` -> :class:`NodeFacts`."""
     payloads: tuple[Payload, ...] = ()
-    spans: tuple[Span, ...] = ()
-    """Every object visited, sorted by start."""
+    spans: list = field(default_factory=list)
+    """Every object visited, sorted by start: ``(start, length, kind, owner)`` tuples (as :class:`Span` fields)."""
     unowned: tuple[tuple[int, int], ...] = ()
     """(start, length) of byte runs no object owns (alignment padding included)."""
     tables_visited: int = 0
@@ -118,7 +118,7 @@ class OrtFacts:
     """``span.start`` of each span, for bisection."""
 
     def owner_at(self, offset: int) -> Span | None:
-        """The smallest span holding ``offset`` (spans of a sound file do not overlap)."""
+        """The smallest span holding ``offset`` as a :class:`Span` (spans of a sound file do not overlap)."""
         import bisect
 
         spans = self.spans
@@ -126,16 +126,16 @@ class OrtFacts:
         best = None
         for j in range(i - 1, max(-1, i - 64), -1):
             s = spans[j]
-            if s.start <= offset < s.start + s.length and (best is None or s.length < best.length):
+            if s[0] <= offset < s[0] + s[1] and (best is None or s[1] < best[1]):
                 best = s
-        return best
+        return None if best is None else Span(*best)
 
 
-def unowned_runs(spans, size: int) -> list[tuple[int, int]]:
+def unowned_runs(spans, size: int, presorted: bool = False) -> list[tuple[int, int]]:
     """(start, length) of every byte run of ``[0, size)`` that no span covers."""
     out = []
     cursor = 0
-    for s in sorted(spans, key=lambda s: s[0]):
+    for s in (spans if presorted else sorted(spans)):
         if s[0] > cursor:
             out.append((cursor, s[0] - cursor))
         cursor = max(cursor, s[0] + s[1])

@@ -184,20 +184,20 @@ class Walker:
             fo = _u16(buf, vt + vo)[0]
             if not fo:
                 continue
-            w = f"{where}.{name}"
             at = pos + fo
             fsize = info[1] if kind == _K_SCALAR else 4
-            if fo + fsize > tsize:
-                self.bad(Kind.MALFORMED, w, vt + vo, f"field at table offset {fo} ({fsize} bytes) is outside the {tsize}-byte table at {pos}")
-                bad = (bad or []) + [name]
-                continue
-            if at % min(fsize, 8):
-                self.bad(Kind.MALFORMED, w, at, f"field at {at} is not {fsize}-byte aligned")
+            if fo + fsize > tsize or at % (fsize if fsize < 8 else 8):
+                if fo + fsize > tsize:
+                    self.bad(Kind.MALFORMED, f"{where}.{name}", vt + vo,
+                             f"field at table offset {fo} ({fsize} bytes) is outside the {tsize}-byte table at {pos}")
+                else:
+                    self.bad(Kind.MALFORMED, f"{where}.{name}", at, f"field at {at} is not {fsize}-byte aligned")
                 bad = (bad or []) + [name]
                 continue
             if kind == _K_SCALAR:
                 out[name] = info[0](buf, at)[0]
                 continue
+            w = f"{where}.{name}"
             if kind == _K_UNION:
                 code = out.get(name + "_type", 0)
                 members = UNIONS[info]
