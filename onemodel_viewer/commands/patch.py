@@ -319,17 +319,17 @@ class Image:
 
         with open(self.src, "rb") as src, atomic_output(dst) as out:
             front = self.bytes_without_tail()
-            _write_all(out, front)
-            _copy(src.fileno(), out, self.tail_start, self.tail_len, len(front))
+            write_all(out, front)
+            copy_range(src.fileno(), out, self.tail_start, self.tail_len, len(front))
             if self.tail_total > self.tail_len:
                 out.seek(len(front) + self.tail_len)
                 left = self.tail_total - self.tail_len
                 while left:
-                    _write_all(out, bytes(min(left, CHUNK)))
+                    write_all(out, bytes(min(left, CHUNK)))
                     left -= min(left, CHUNK)
             for off, chunk in self.patches:
                 out.seek(len(front) + off)
-                _write_all(out, chunk)
+                write_all(out, chunk)
 
 
 def _count(data: bytes, ps: int, pe: int) -> int:
@@ -372,13 +372,13 @@ def _key_start(data: bytes, value_start: int) -> int:
     raise EditError("cannot find the member's key")
 
 
-def _write_all(f, data) -> None:
+def write_all(f, data) -> None:
     view = memoryview(data)
     while view.nbytes:
         view = view[f.write(view):]
 
 
-def _copy(src_fd: int, out, offset: int, length: int, dst_pos: int) -> None:
+def copy_range(src_fd: int, out, offset: int, length: int, dst_pos: int) -> None:
     """Copy ``length`` bytes of ``src_fd`` at ``offset`` to ``out`` at ``dst_pos`` in bounded memory."""
     done, cfr = 0, hasattr(os, "copy_file_range")
     while done < length:
@@ -392,7 +392,7 @@ def _copy(src_fd: int, out, offset: int, length: int, dst_pos: int) -> None:
         else:
             chunk = os.pread(src_fd, n, offset + done)
             out.seek(dst_pos + done)
-            _write_all(out, chunk)
+            write_all(out, chunk)
             got = len(chunk)
         if got == 0:
             raise FormatError(Kind.IO, "file", offset + done, "the input file is shorter than when it was opened")

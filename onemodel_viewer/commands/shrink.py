@@ -1,0 +1,604 @@
+"""``--shrink IN OUT [--seconds N]``: a small file that fails like IN.
+
+OUT's strict open fails with the kind of IN's first problem at the same ``where`` up to array
+indices (``manifest.graph.nodes[430].inputs[0]`` may become ``manifest.graph.nodes[0].inputs[0]``);
+for a problem of the header or the manifest as a whole (``header.*``, ``manifest``), whose ``where``
+says little, the message must also match with its numbers masked (a truncated file stays
+truncated, not extended). Every step is re-tested (delta debugging), so OUT is valid in every
+other way that IN was.
+
+Strategies, by where IN's first problem is:
+
+* a manifest path: the manifest is parsed into JSON values and reduced in passes until nothing
+  more goes, or the time budget is spent: array elements (nodes, initializers, inputs, outputs,
+  attributes, functions, subgraphs in GRAPHS, dims, metadata, opsets...) are removed in halving
+  chunks, and a name that no longer has a definition is repaired (node inputs naming it become
+  ``""``, graph and function outputs naming it go); object members are removed one by one
+  (docs, metadata, branches...); strings are renamed to short tokens, consistently everywhere;
+  tensors shrink to one element. The data region is rebuilt from the tensors whose data is
+  sound, 64-byte aligned; tensors with a defective ``data`` keep theirs verbatim.
+* the manifest as a whole (invalid JSON, too deep): its bytes are removed in halving chunks.
+* the header: the header alone, then with a minimal manifest, then with IN's manifest, each with
+  the offending field taken from IN (or a nearby value); prefixes of IN for a short file.
+
+While searching, candidates are written to a temporary folder with their data region left as a
+hole (the strict reader never reads tensor bytes); only OUT receives bytes, and only those of
+the tensors it keeps, so a multi-GB input costs its manifest in memory and little else.
+Deterministic: the same IN gives the same OUT (unless the budget ends the search early, which
+is said on stderr). Progress goes to stderr. OUT is written atomically; IN is never written.
+
+Exit status: 0 OUT written; 1 IN is valid (nothing to shrink), cannot be read or shrunk, or OUT
+is IN.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import struct
+import sys
+import tempfile
+import time
+
+from ..format.errors import FormatError, Kind
+from ..format.spec_rules import shape_of
+from .patch import PROG, copy_range, same_file, write_all
+
+_HEADER = struct.Struct("<8sIIQQQQQQ")
+_FIELDS = ("magic", "version", "flags", "manifest_offset", "manifest_length", "data_offset", "data_length",
+           "file_length", "reserved")
+_MIN_MANIFEST = (b'{"format":"onemodel","version":1,"ir_version":3,"opsets":[],"graph":{"inputs":[],"outputs":[],'
+                 b'"value_info":[],"initializers":[],"sparse_initializers":[],"nodes":[]}}')
+_DIGITS = re.compile(r"\d+")
+
+
+def _align(n: int) -> int:
+    return (n + 63) // 64 * 64
+
+
+def _header(mlen: int, dlen: int, **over) -> bytes:
+    do = _align(64 + mlen)
+    values = dict(zip(_FIELDS, (b"ONEMODEL", 1, 0, 64, mlen, do, dlen, do + dlen, 0)))
+    values.update(over)
+    return _HEADER.pack(*values.values())
+
+
+class Budget(Exception):
+    """The time budget is spent."""
+
+
+class Target:
+    """What a candidate must reproduce: IN's first problem, up to array indices."""
+
+    def __init__(self, kind: Kind, where: str, message: str) -> None:
+        self.kind, self.where = kind, where
+        self.shape = shape_of(where)
+        self.coarse = where in ("manifest", "file") or where.startswith("header")
+        self.message = _DIGITS.sub("#", message)
+
+    def matches(self, e: FormatError) -> bool:
+        if e.kind != self.kind or shape_of(e.where) != self.shape:
+            return False
+        return not self.coarse or _DIGITS.sub("#", e.message) == self.message
+
+
+class Tester:
+    """Writes candidates to a temporary folder and opens them strictly."""
+
+    def __init__(self, target: Target, suffix: str, deadline: float) -> None:
+        self.target = target
+        self.dir = tempfile.mkdtemp(prefix="omv-shrink-")
+        self.path = os.path.join(self.dir, "candidate" + suffix)
+        self.deadline = deadline
+        self.tests = 0
+
+    def close(self) -> None:
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def __call__(self, front: bytes, total: int | None = None) -> bool:
+        """Does the file ``front`` (+ a hole up to ``total`` bytes) fail like the target?"""
+        if time.monotonic() > self.deadline:
+            raise Budget
+        self.tests += 1
+        with open(self.path, "wb") as f:
+            f.write(front)
+            if total is not None and total > len(front):
+                f.truncate(total)
+        from ..format.reader import open_path
+
+        try:
+            open_path(self.path, mode="strict").close()
+        except FormatError as e:
+            return self.target.matches(e)
+        except Exception:  # noqa: BLE001 - a reader bug: not the failure we look for
+            return False
+        return False
+
+
+# ---------------------------------------------------------------------------------------------
+# the manifest as JSON values
+
+
+def _containers(root):
+    """Every dict and list under ``root`` (iterative, top-down)."""
+    stack = [root]
+    while stack:
+        v = stack.pop()
+        yield v
+        items = v.values() if type(v) is dict else v
+        stack.extend(x for x in reversed(list(items)) if type(x) in (dict, list))
+
+
+def _is_int(v) -> bool:
+    return type(v) is int
+
+
+def _sound_data(t: dict, data_length: int) -> bool:
+    d = t.get("data")
+    if type(d) is not dict or set(d) != {"offset", "length"}:
+        return False
+    off, ln = d["offset"], d["length"]
+    return _is_int(off) and _is_int(ln) and off >= 0 and ln >= 0 and (
+        ln == 0 or (off % 64 == 0 and off + ln <= data_length))
+
+
+class Tree:
+    """IN's manifest as JSON values, its data region, and the undo log of the step being tried."""
+
+    def __init__(self, value: dict, data_offset: int, data_length: int) -> None:
+        self.value = value
+        self.data_offset, self.data_length = data_offset, data_length
+        self.undo: list = []
+
+    # -- reversible mutations ------------------------------------------------------------------
+
+    def set(self, c, k, v) -> None:
+        old = c[k]
+        c[k] = v
+        self.undo.append(lambda: c.__setitem__(k, old))
+
+    def replace_list(self, lst: list, new: list) -> None:
+        old = lst[:]
+        lst[:] = new
+        self.undo.append(lambda: lst.__setitem__(slice(None), old))
+
+    def replace_dict(self, d: dict, new: dict) -> None:
+        old = dict(d)
+        d.clear()
+        d.update(new)
+        self.undo.append(lambda: (d.clear(), d.update(old)))
+
+    def rollback(self) -> None:
+        while self.undo:
+            self.undo.pop()()
+
+    # -- names ----------------------------------------------------------------------------------
+
+    def defined(self) -> set:
+        """Every name defined anywhere (graph/function inputs, initializers, node outputs)."""
+        out: set = set()
+        for c in _containers(self.value):
+            if type(c) is not dict:
+                continue
+            if "op" in c and type(c.get("outputs")) is list:
+                out.update(x for x in c["outputs"] if type(x) is str)
+            if type(c.get("nodes")) is list:
+                for key in ("inputs", "initializers"):
+                    for x in c.get(key) if type(c.get(key)) is list else ():
+                        out.add(x if type(x) is str else x.get("name") if type(x) is dict else None)
+                for s in c.get("sparse_initializers") if type(c.get("sparse_initializers")) is list else ():
+                    if type(s) is dict and type(s.get("values")) is dict:
+                        out.add(s["values"].get("name"))
+        return out
+
+    def repair(self, before: set) -> None:
+        """References to names defined before and nowhere now: node inputs become "", outputs go."""
+        gone = before - self.defined()
+        gone.discard("")
+        if not gone:
+            return
+        for c in list(_containers(self.value)):
+            if type(c) is not dict:
+                continue
+            ins = c.get("inputs")
+            if "op" in c and type(ins) is list and any(type(x) is str and x in gone for x in ins):
+                self.replace_list(ins, ["" if type(x) is str and x in gone else x for x in ins])
+            outs = c.get("outputs")
+            if type(c.get("nodes")) is list and type(outs) is list:
+                keep = [o for o in outs if (o if type(o) is str else o.get("name") if type(o) is dict else None) not in gone]
+                if len(keep) != len(outs):
+                    self.replace_list(outs, keep)
+
+    # -- bytes --------------------------------------------------------------------------------
+
+    def build(self) -> tuple[bytes, int, list[tuple[int, int, int]]]:
+        """(header + manifest + padding, file length, [(file offset, IN file offset, length)] of tensor bytes)."""
+        moved, copies, cursor = [], [], 0
+        for c in _containers(self.value):
+            if type(c) is dict and "data" in c and _sound_data(c, self.data_length):
+                d = c["data"]
+                off, ln = d["offset"], d["length"]
+                new = 0
+                if ln:
+                    new = _align(cursor)
+                    cursor = new + ln
+                    copies.append((new, self.data_offset + off, ln))
+                moved.append((d, off))
+                d["offset"] = new
+        try:
+            text = json.dumps(self.value, separators=(",", ":"), ensure_ascii=False, allow_nan=True)
+            try:
+                manifest = text.encode("utf-8")
+            except UnicodeEncodeError:  # a lone surrogate: keep it escaped, as IN had it
+                manifest = json.dumps(self.value, separators=(",", ":"), allow_nan=True).encode("ascii")
+        finally:
+            for d, off in moved:
+                d["offset"] = off
+        do = _align(64 + len(manifest))
+        front = _header(len(manifest), cursor) + manifest + bytes(do - 64 - len(manifest))
+        return front, do + cursor, [(do + o, s, n) for o, s, n in copies]
+
+
+class Shrinker:
+    """The passes over a :class:`Tree`; each step is kept only when the candidate still fails like IN."""
+
+    def __init__(self, tree: Tree, test: Tester, log) -> None:
+        self.tree, self.test, self.log = tree, test, log
+        self.defs = tree.defined()
+
+    def attempt(self, mutate) -> bool:
+        t = self.tree
+        t.undo.clear()
+        if mutate() is False:
+            t.rollback()
+            return False
+        t.repair(self.defs)
+        front, total, _ = t.build()
+        if self.test(front, total):
+            t.undo.clear()
+            self.defs = t.defined()
+            return True
+        t.rollback()
+        return False
+
+    def run(self) -> None:
+        passes = (("arrays", self.arrays), ("tensors", self.tensors), ("members", self.members),
+                  ("strings", self.strings), ("numbers", self.numbers))
+        while True:
+            changed = False
+            for name, fn in passes:
+                before = len(self.tree.build()[0])
+                start, tests = time.monotonic(), self.test.tests
+                changed |= fn()
+                self.log(f"{name}: manifest {before} -> {len(self.tree.build()[0])} bytes "
+                         f"({self.test.tests - tests} tests, {time.monotonic() - start:.1f} s)")
+            if not changed:
+                return
+
+    def arrays(self) -> bool:
+        changed = False
+        stack = [self.tree.value]
+        while stack:
+            c = stack.pop()
+            if type(c) is list:
+                changed |= self.reduce_list(c)
+            items = c.values() if type(c) is dict else c
+            stack.extend(x for x in reversed(list(items)) if type(x) in (dict, list))
+        return changed
+
+    def reduce_list(self, lst: list) -> bool:
+        changed = False
+        k = max(1, len(lst) // 2)
+        while lst:
+            i = 0
+            while i < len(lst):
+                new = lst[:i] + lst[i + k:]
+                if self.attempt(lambda: self.tree.replace_list(lst, new)):
+                    changed = True
+                else:
+                    i += k
+            if k == 1:
+                break
+            k //= 2
+        return changed
+
+    def members(self) -> bool:
+        changed = False
+        for c in list(_containers(self.tree.value)):
+            if type(c) is not dict:
+                continue
+            for key in list(c):
+                if key in c and self.attempt(lambda: self.tree.replace_dict(c, {k: v for k, v in c.items() if k != key})):
+                    changed = True
+        return changed
+
+    def tensors(self) -> bool:
+        from ..format.dtypes import DTYPES
+
+        def small(t: dict) -> list[dict]:
+            """One-element versions of tensor ``t`` (a length that did not match its dims keeps not matching)."""
+            dims, info = t.get("dims"), DTYPES.get(t.get("dtype")) if _is_int(t.get("dtype")) else None
+            if type(dims) is not list or not all(_is_int(d) and d >= 0 for d in dims) or info is None:
+                return []
+            count = 1
+            for d in dims:
+                count *= d
+            if info.bits == 0 and count <= 1:
+                return []
+            if info.bits == 0:
+                s = t.get("strings")
+                return [{**t, "dims": [], "strings": s[:1]}] if type(s) is list and len(s) == count else []
+            if not _sound_data(t, self.tree.data_length):
+                return []
+            off, ln, one, exp = t["data"]["offset"], t["data"]["length"], info.byte_length(1), info.byte_length(count)
+            if ln == exp:
+                lengths = [one] if count > 1 else []
+            else:
+                lengths = [x for x in (one + ln - exp, 0, one + 1) if 0 <= x < ln and x != one]
+            return [{**t, "dims": [], "data": {"offset": off, "length": x}} for x in lengths]
+
+        found = [(c, v) for c in _containers(self.tree.value) if type(c) is dict and "dims" in c
+                 for v in (small(c),) if v]
+        if not found:
+            return False
+        if self.attempt(lambda: [self.tree.replace_dict(c, v[0]) for c, v in found]):
+            return True
+        changed = False
+        for c, variants in found:
+            for v in variants:
+                if self.attempt(lambda: self.tree.replace_dict(c, v)):
+                    changed = True
+                    break
+        return changed
+
+    def _slots(self):
+        """(container, key) of every string value, keys of 'format' and 'kind' excepted."""
+        for c in list(_containers(self.tree.value)):
+            pairs = c.items() if type(c) is dict else enumerate(c)
+            for k, v in list(pairs):
+                if type(v) is str and v and k not in ("format", "kind"):
+                    yield c, k
+
+    def strings(self) -> bool:
+        seen: dict = {}
+        for c, k in self._slots():
+            seen.setdefault(c[k], None)
+        names = iter(_tokens(set(seen)))
+        todo = [s for s in seen if len(s) > 2]
+        mapping = {s: next(names) for s in todo}
+        changed = False
+
+        def rename(group: set):
+            for c, k in list(self._slots()):
+                if c[k] in group:
+                    self.tree.set(c, k, mapping[c[k]])
+
+        k = max(1, len(todo))
+        while todo:
+            i = 0
+            while i < len(todo):
+                group = set(todo[i:i + k])
+                if self.attempt(lambda: rename(group)):
+                    changed = True
+                    todo = todo[:i] + todo[i + k:]
+                else:
+                    i += k
+            if k == 1:
+                break
+            k = max(1, k // 2)
+        return changed
+
+    def numbers(self) -> bool:
+        """Large integers outside tensor data (attribute values, versions): 0, then 1."""
+        changed = False
+        for c in list(_containers(self.tree.value)):
+            if type(c) is not dict:
+                continue
+            for k, v in list(c.items()):
+                if _is_int(v) and abs(v) > 1 and k not in ("offset", "length", "dtype", "type", "version", "elem", "key"):
+                    changed |= self.attempt(lambda: self.tree.set(c, k, 0)) or self.attempt(lambda: self.tree.set(c, k, 1))
+        return changed
+
+
+def _tokens(taken: set):
+    """a, b, ..., z, aa, ab, ... skipping strings already in use."""
+    n = 1
+    while True:
+        for i in range(26 ** n):
+            s, x = "", i
+            for _ in range(n):
+                s, x = chr(97 + x % 26) + s, x // 26
+            if s not in taken:
+                yield s
+        n += 1
+
+
+# ---------------------------------------------------------------------------------------------
+# header and manifest-bytes strategies
+
+
+def _shrink_header(raw_head: bytes, size: int, manifest: bytes | None, test: Tester) -> bytes | None:
+    """Smallest candidate (bytes) for a problem of the header."""
+    where = test.target.where
+    if where in ("header", "header.magic") or len(raw_head) < 64:
+        with open(test.src, "rb") as f:
+            head = f.read(4096)
+        for n in sorted({0, 1, 4, 7, 8, 9, 16, 32, 63, 64, min(size, 4096)}):
+            if n <= size and test(head[:n]):
+                return head[:n]
+        return None
+    h = dict(zip(_FIELDS, _HEADER.unpack(raw_head)))
+    field = where.split(".", 1)[1] if "." in where else ""
+    consistent = {"file_length": size, "manifest_offset": 64, "data_offset": _align(64 + h["manifest_length"]),
+                  "data_length": size - h["data_offset"]}
+    for body in (b"", _MIN_MANIFEST, manifest):
+        if body is None:
+            continue
+        base = dict(zip(_FIELDS, _HEADER.unpack(_header(len(body), 0))))
+        v, c = h.get(field), base.get(field)
+        if v is None or c is None:
+            return None
+        variants = [v]
+        if field in consistent:
+            variants.append(c + v - consistent[field])
+        variants += [c + 1, c - 1, c + 64, c - 64, 1 << 63, (1 << 64) - 1, 0]
+        for value in dict.fromkeys(x for x in variants if 0 <= x < 1 << (32 if field in ("version", "flags") else 64)):
+            front = _header(len(body), 0, **{field: value}) + body
+            front += bytes(_align(len(front)) - len(front))
+            if test(front):
+                return front
+    return None
+
+
+def _shrink_bytes(manifest: bytes, test: Tester, data_offset: int = 0, data_length: int = 0):
+    """Remove chunks of the manifest's bytes while the candidate fails like IN (halving chunks).
+
+    The data region is left out when the failure does not need it, else kept as IN has it.
+    Returns (front, file length, copies), or None when not even IN's manifest reproduces it.
+    """
+    def front(m: bytes) -> bytes:
+        return _header(len(m), dlen) + m + bytes(_align(64 + len(m)) - 64 - len(m))
+
+    for dlen in dict.fromkeys((0, data_length)):
+        if test(front(manifest), len(front(manifest)) + dlen):
+            break
+    else:
+        return None
+    m = manifest
+    k = max(1, len(m) // 2)
+    try:
+        while m:
+            i = 0
+            while i < len(m):
+                cand = m[:i] + m[i + k:]
+                if test(front(cand), len(front(cand)) + dlen):
+                    m = cand
+                else:
+                    i += k
+            if k == 1:
+                break
+            k //= 2
+    except Budget:
+        test.budget_spent = True
+    out = front(m)
+    return out, len(out) + dlen, ([(len(out), data_offset, dlen)] if dlen else [])
+
+
+# ---------------------------------------------------------------------------------------------
+# the command
+
+
+def _say(text: str) -> None:
+    from ..textsafe import visible
+
+    print(f"{PROG}: shrink: {visible(text)}", file=sys.stderr, flush=True)
+
+
+def run_shrink(src: str, dst: str, seconds: float = 60.0) -> int:
+    """``--shrink``: 0 OUT written; 1 nothing to shrink or an error."""
+    from ..format.reader import open_path
+
+    t0 = time.monotonic()
+    if same_file(src, dst):
+        _say(f"refusing to write the input file {dst}")
+        return 1
+    try:
+        doc = open_path(src, mode="strict")
+    except FormatError as e:
+        first = e
+    else:
+        source = doc.source
+        doc.close()
+        if source == "onnx":
+            from .check import check_file
+
+            probs = check_file(src).problems
+            if probs:
+                _say(f"{src}: only the onnx.checker rejects it; shrinking ONNX files is not supported yet")
+                return 1
+        _say(f"{src} is valid: nothing to shrink")
+        return 1
+    if first.where == "file" or first.where.startswith("onnx"):
+        _say(f"{first.kind} at {first.where}: shrinking {'ONNX files' if first.where.startswith('onnx') else 'this'} is not supported")
+        return 1
+    _say(f"target: {first.kind} at {first.where}")
+    target = Target(first.kind, first.where, first.message)
+    suffix = os.path.splitext(dst)[1] or ".onemodel"
+    test = Tester(target, suffix, t0 + seconds)
+    test.src = src
+    test.budget_spent = False
+    size = os.path.getsize(src)
+    copies: list = []
+    try:
+        with open(src, "rb") as f:
+            head = f.read(64)
+            h = dict(zip(_FIELDS, _HEADER.unpack(head))) if len(head) == 64 else None
+            manifest = None
+            if h is not None and 64 + h["manifest_length"] <= size and h["manifest_length"] <= 512 << 20:
+                f.seek(64)
+                manifest = f.read(h["manifest_length"])
+        if first.where == "header" or first.where.startswith("header."):
+            front = _shrink_header(head, size, manifest, test)
+            total = len(front) if front is not None else None
+        else:
+            found = None
+            if manifest is not None and first.where != "manifest":
+                found = _shrink_tree(manifest, h, test)
+            elif manifest is not None:
+                found = _shrink_bytes(manifest, test)
+            front, total, copies = found if found is not None else (None, None, [])
+    except Budget:
+        test.budget_spent = True
+        front = None
+    finally:
+        test.close()
+    if front is None:
+        _say("no smaller file fails the same way: OUT is a copy of IN")
+        front, total, copies = b"", size, [(0, 0, size)]
+    elif total > size:
+        front, total, copies = b"", size, [(0, 0, size)]
+    try:
+        _write(src, dst, front, total, copies)
+    except FormatError as e:
+        _say(f"{e.kind} at {e.where}: {e.message}")
+        return 1
+    try:
+        open_path(dst, mode="strict").close()
+        verdict = "opens without a problem (unexpected)"
+    except FormatError as e:
+        verdict = f"{e.kind} at {e.where}"
+    note = " (time budget spent: not minimal)" if test.budget_spent else ""
+    _say(f"{src} ({size} bytes) -> {dst} ({total} bytes): {verdict}; {test.tests} tests, "
+         f"{time.monotonic() - t0:.1f} s{note}")
+    return 0
+
+
+def _shrink_tree(manifest: bytes, h: dict, test: Tester):
+    try:
+        value = json.loads(manifest)
+    except (ValueError, RecursionError):
+        value = None
+    tree = Tree(value, h["data_offset"], h["data_length"]) if type(value) is dict else None
+    if tree is None or not test(*tree.build()[:2]):
+        # not JSON to Python, or it does not survive re-encoding (1e400 is inf): work on its bytes
+        return _shrink_bytes(manifest, test, h["data_offset"], h["data_length"])
+    try:
+        Shrinker(tree, test, _say).run()
+    except Budget:
+        tree.rollback()
+        test.budget_spent = True
+    return tree.build()
+
+
+def _write(src: str, dst: str, front: bytes, total: int | None, copies: list) -> None:
+    from ..format.writer import atomic_output
+
+    total = len(front) if total is None else total
+    with open(src, "rb") as f, atomic_output(dst) as out:
+        write_all(out, front)
+        if total > len(front):
+            out.truncate(total)
+        for at, src_off, n in copies:
+            copy_range(f.fileno(), out, src_off, n, at)
