@@ -86,6 +86,10 @@ class ByteMap:
                     base.append(Region(d0, d1, "data", "data region"))
                 if d1 < self.size:
                     base.append(Region(d1, self.size, "tail", "past data region"))
+        elif doc.source == "ort":  # the flatbuffer's objects, named by owner
+            from .ort_regions import ort_regions
+
+            base.extend(ort_regions(doc, Region))
         elif self.size:
             base.append(Region(0, self.size, "onnx", "onnx protobuf"))
         if doc.model is not None:
