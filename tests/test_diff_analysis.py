@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from onemodel_viewer.analysis import diff as D
+from onemodel_viewer.analysis import diff_tensors as T
 from onemodel_viewer.format.document import Document
 from onemodel_viewer.format.dtypes import DTYPES, encode
 from onemodel_viewer.format.schema import (
@@ -152,7 +153,8 @@ def test_int4_element():
     assert (d.a, d.b) == ("7", "-3")
     assert d.detail["first_index"] == [4]
     assert d.detail["differing"] == 1
-    assert "max_abs" not in d.detail  # not a float type
+    assert d.detail["max_abs"] == 10  # integers: exact |b - a| (issue 17)
+    assert "rel_l2" not in d.detail  # not a float type
 
 
 def test_float_attribute_sign_of_zero():
@@ -167,7 +169,7 @@ def test_float_attribute_nan_payload():
     m = replace_node(base_model(), 1, attributes=(Attribute("alpha", AttrType.FLOAT, 0x7FC00000),))
     m2 = replace_node(m, 1, attributes=(Attribute("alpha", AttrType.FLOAT, 0x7FC00001),))
     d = only(D.diff_models(m, m2))
-    assert (d.a, d.b) == ("nan(0x7fc00000)", "nan(0x7fc00001)")
+    assert (d.a, d.b) == ("nan (0x7fc00000 quiet payload 0x0)", "nan (0x7fc00001 quiet payload 0x1)")
     assert D.diff_models(m, m).equal
 
 
@@ -356,8 +358,9 @@ def test_nan_payload_in_tensor_data_counts_bitwise():
 @pytest.mark.parametrize("code", [1, 2, 5, 7, 10, 11, 14, 15, 16, 17, 21, 23, 25, 26, 27, 9])
 def test_many_differences_across_chunks(code, monkeypatch):
     """Counting, first index and max abs across chunk and sub-chunk boundaries, every width."""
-    monkeypatch.setattr(D, "CHUNK", 48 * 8)
-    monkeypatch.setattr(D, "SUBCHUNK", 48)
+    monkeypatch.setattr(T, "CHUNK", 48 * 8)
+    monkeypatch.setattr(T, "SEGMENT", 2 * 48 * 8)
+    monkeypatch.setattr(T, "SLICE", 48)
     info = DTYPES[code]
     n = 1000
     rng = np.random.default_rng(code)

@@ -6,15 +6,15 @@ follows when the line is chosen. Values from the file go through :func:`safe_tex
 
 from __future__ import annotations
 
-import math
 import os
 from typing import Any, Iterable
 
 from rich.text import Text
 
+from ..analysis.floatbits import float32_text
 from ..format.document import Document
 from ..format.dtypes import name_of
-from ..format.schema import Attribute, AttrType, Function, Graph, Model, Node, SparseTensor, Tensor, ValueInfo, float_from_bits
+from ..format.schema import Attribute, AttrType, Function, Graph, Model, Node, SparseTensor, Tensor, ValueInfo
 from .entries import Entry, Facts
 from .safe import human_size, safe_text
 
@@ -39,25 +39,11 @@ def kv(key: str, value: Text | str, link: Link = None, width: int = 10) -> Line:
 
 def float_bits_text(bits: int) -> Text:
     """A FLOAT attribute: the value, and the bit pattern when it matters (NaN payload, -0.0, subnormal)."""
-    bits &= 0xFFFFFFFF
-    v = float_from_bits(bits)
-    t = Text()
-    if math.isnan(v):
-        sign = "-" if bits >> 31 else ""
-        payload = bits & 0x7FFFFF
-        quiet = bool(payload >> 22)
-        t.append(f"{sign}nan", style="magenta")
-        t.append(f" (0x{bits:08x} {'quiet' if quiet else 'signalling'} payload 0x{payload & 0x3FFFFF:x})", style="dim")
-    elif v == 0.0 and bits >> 31:
-        t.append("-0.0", style="magenta")
-        t.append(f" (0x{bits:08x})", style="dim")
-    elif math.isinf(v):
-        t.append("inf" if v > 0 else "-inf", style="magenta")
-        t.append(f" (0x{bits:08x})", style="dim")
-    else:
-        t.append(repr(v))
-        if (bits >> 23) & 0xFF == 0 and bits & 0x7FFFFF:
-            t.append(f" (subnormal 0x{bits:08x})", style="dim")
+    value, note = float32_text(bits)
+    special = note and not note.startswith("subnormal")
+    t = Text(value, style="magenta" if special else "")
+    if note:
+        t.append(f" ({note})", style="dim")
     return t
 
 

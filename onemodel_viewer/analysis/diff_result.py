@@ -1,0 +1,99 @@
+"""What a diff produces: differences, the side-by-side tree, the result (see :mod:`.diff`).
+
+Shared by the structural matching (:mod:`.diff_structure`), which builds the tree, and the
+entry points (:mod:`.diff`), which fill in the tensor data comparisons (:mod:`.diff_tensors`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+__all__ = ["ADDED", "REMOVED", "CHANGED", "EQUAL", "DiffCancelled", "Difference", "DiffNode", "DiffResult"]
+
+ADDED, REMOVED, CHANGED, EQUAL = "added", "removed", "changed", "equal"
+
+
+class DiffCancelled(Exception):
+    """The ``cancel`` event was set while the diff was running."""
+
+
+@dataclass(frozen=True, slots=True)
+class Difference:
+    """One difference between A and B."""
+
+    where: str
+    """What differs, named by names from the file (``graph.nodes["conv1"].op``)."""
+    change: str
+    """``added``, ``removed`` or ``changed``."""
+    a: Any
+    """The value in A (JSON-safe), ``None`` when added."""
+    b: Any
+    """The value in B (JSON-safe), ``None`` when removed."""
+    detail: dict | None = None
+    """Extra JSON-safe facts (tensor data: differing count, first index, how much it moved...)."""
+    a_ref: Any = field(default=None, compare=False, repr=False)
+    """The record in A this is about (Tensor, Node, ...), for viewers; not part of the JSON."""
+    b_ref: Any = field(default=None, compare=False, repr=False)
+
+    def as_json(self) -> dict:
+        out = {"where": self.where, "change": self.change, "a": self.a, "b": self.b}
+        if self.detail is not None:
+            out["detail"] = self.detail
+        return out
+
+    @property
+    def is_data(self) -> bool:
+        """A change of a tensor's values (its ``detail`` holds the element counts and metrics)."""
+        return self.where.endswith(".data") and self.detail is not None and "differing" in self.detail
+
+
+@dataclass(slots=True, eq=False)
+class DiffNode:
+    """One entry of the side-by-side tree (a model field, node, tensor, attribute, group...)."""
+
+    label: str
+    """The last segment of ``where`` (``nodes["conv1"]``, ``initializers``)."""
+    where: str
+    status: str = EQUAL
+    """``equal``, ``added``, ``removed`` or ``changed`` (set for the whole subtree)."""
+    a: Any = None
+    """The record in A (or ``None``)."""
+    b: Any = None
+    children: list["DiffNode"] = field(default_factory=list)
+    differences: list[Difference] = field(default_factory=list)
+    """Differences found on this entry itself (its fields), not in its children."""
+    pending: bool = False
+    """Its tensor data is still being compared (only while a diff runs in stages)."""
+    parent: "DiffNode | None" = field(default=None, repr=False)
+
+    def walk(self) -> Iterator["DiffNode"]:
+        yield self
+        for c in self.children:
+            yield from c.walk()
+
+
+@dataclass(frozen=True, slots=True)
+class DiffResult:
+    equal: bool
+    differences: list[Difference]
+    equivalences: list[str]
+    """Equivalences of the spec that were applied (things that differ in form, not in meaning)."""
+    root: DiffNode | None = field(default=None, compare=False, repr=False)
+    """The whole side-by-side tree (equal entries included), for viewers."""
+    compared_bytes: int = 0
+    """Tensor bytes compared (per side)."""
+    totals: dict | None = None
+    """Whole-model figures over the compared float tensors (``changed_tensors``, ``rel_l2``...), when compared."""
+
+    def as_json(self, a: str, b: str) -> dict:
+        out = {
+            "a": a,
+            "b": b,
+            "equal": self.equal,
+            "differences": [d.as_json() for d in self.differences],
+            "equivalences": list(self.equivalences),
+        }
+        if self.totals is not None:
+            out["totals"] = self.totals
+        return out
