@@ -496,8 +496,14 @@ class Suite:
             tb = median_call(base, rep)
             self.add(Row(fig, fmt_s(tp), fmt_s(tb), f"{tp / tb:.3f}x", "(info)", None))
 
+    # -- shrink (issue 18): benchmarks/shrink_figure.py
+    def shrink(self) -> None:
+        from .shrink_figure import measure
 
-FIGURES = ("check", "open", "first_screen", "stats", "convert", "diff", "onnx_load")
+        measure(self, run_proc, Row, fmt_s, fmt_rss)
+
+
+FIGURES = ("check", "open", "first_screen", "stats", "convert", "diff", "onnx_load", "shrink")
 
 
 def main(argv: list[str] | None = None) -> int:
