@@ -84,7 +84,8 @@ def test_corpus_is_reproducible(tmp_path):
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     for p in HOSTILE.iterdir():
-        assert (out / p.name).read_bytes() == p.read_bytes(), p.name
+        if p.is_file():  # hostile/ort/ has its own generator (make_hostile_ort.py)
+            assert (out / p.name).read_bytes() == p.read_bytes(), p.name
 
 
 @pytest.mark.parametrize("name", _params(HOSTILE_FILES))
