@@ -99,3 +99,11 @@ def test_queries_under_a_long_tensor_look_at_few_tensors():
     assert [o.name for o in bm.sharing(small)] == ["t0"]
     assert _CountedList.visits <= 4  # was ~1,000
     assert len(bm.sharing(doc.model.graph.initializers[0])) == n
+
+
+def test_a_map_without_tensors():
+    """sharing() on a map without tensors (an ONNX file whose tensors are all external) raised IndexError."""
+    doc = doc_with([(0, 64)])
+    bm = ByteMap.for_external_file("other.data", 256, [])
+    t = doc.model.graph.initializers[0]
+    assert bm.sharing(t) == [] and bm.tensors_at(DO) == [] and bm.owner_at(DO) == "other.data +128 (no tensor)"

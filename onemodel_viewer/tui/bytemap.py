@@ -204,6 +204,8 @@ class ByteMap:
             return []
         a0, a1 = t.file_offset, t.file_offset + t.length
         hi = bisect.bisect_left(self._t_starts, a1)
+        if hi == 0:
+            return []
         # of the tensors starting before a1, those ending by a0 (they all start before it) do not overlap
         k = hi - bisect.bisect_right(self._t_ends_sorted, a0)
         if k * 8 >= hi:  # most of them overlap: one filter over their ends, at C speed
