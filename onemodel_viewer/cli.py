@@ -123,12 +123,34 @@ def main(argv: list[str] | None = None) -> int:
         return 141
 
 
+def _threads_still_busy(wait: float = 0.3) -> bool:
+    """Whether a non-daemon thread (a viewer's worker) is still running after up to ``wait`` seconds.
+
+    Interpreter exit joins such threads: ``q`` (or ctrl+c) during the viewer's background work used to
+    leave the process running, screen cleared, until the work ended (minutes on 100,000 empty tensors).
+    Idle executor threads, let go when the viewer's loop closed, end within the wait.
+    """
+    import threading
+    import time
+
+    me = threading.current_thread()
+    deadline = time.monotonic() + wait
+    try:
+        for t in threading.enumerate():
+            if t is not me and not t.daemon:
+                t.join(max(0.0, deadline - time.monotonic()))
+    except KeyboardInterrupt:  # a second ctrl+c: leave at once
+        return True
+    return any(t is not me and not t.daemon and t.is_alive() for t in threading.enumerate())
+
+
 def entry() -> None:
     code = main()
-    if _one_shot:
+    if _one_shot or _threads_still_busy():
         # A one-shot command has written everything and closed its files (temp files are renamed or removed
         # before main returns): freeing a large parsed model and every module at exit only costs time
-        # (~10 ms of a --check). Flush and leave. The viewer keeps the normal exit (Textual's own cleanup).
+        # (~10 ms of a --check). Flush and leave. The viewer keeps the normal exit (Textual's own cleanup,
+        # done when its app returns) unless a worker thread is still busy: it only reads, abandon it.
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()

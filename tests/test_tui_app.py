@@ -896,3 +896,62 @@ async def test_external_data_tensor_shows_its_own_file_in_the_hex_pane():
         assert hexv.file_size == main_size
         assert "external.onnx.data" not in plain(hexv.border_title)
         assert app.owner_at(0) == "onnx protobuf +0"
+
+
+@pytest.mark.parametrize("key", ["q", "ctrl+c"])
+@aio
+async def test_quit_while_the_background_job_runs_cancels_it(monkeypatch, key):
+    """q during the background job (byte-level findings on 100,000 empty tensors ran for minutes) cleared the
+    screen but the job ran on, and the process with it; ctrl+c only said "press ctrl+q to quit". Now both keys
+    quit, and quitting tells the job to stop (here a job that blocks until it is told)."""
+    import onemodel_viewer.analysis.layout as layout_mod
+
+    started, ended = threading.Event(), threading.Event()
+    seen: dict[str, bool] = {}
+
+    def blocking_findings(doc, lay=None, *, cancel=None, **kw):
+        started.set()
+        # the bound only turns a regression into a failure instead of a hang
+        seen["cancelled"] = cancel is not None and cancel.wait(60)
+        ended.set()
+        return []
+
+    monkeypatch.setattr(layout_mod, "file_findings", blocking_findings)
+    app = make_app(str(need(SHOWCASE)))
+    async with app.run_test(size=SIZE) as pilot:
+        assert await asyncio.to_thread(started.wait, 60)
+        await pilot.press(key)
+        assert app.return_code == 0  # the app is on its way out
+        assert await asyncio.to_thread(ended.wait, 60)
+    assert seen == {"cancelled": True}
+    assert not app.is_running
+
+
+@aio
+async def test_reload_cancels_the_previous_background_job(monkeypatch, tmp_path):
+    """A reload started a second background job while the first ran on to its end for nothing."""
+    import onemodel_viewer.analysis.layout as layout_mod
+
+    path = tmp_path / "m.onemodel"
+    path.write_bytes(need(SHOWCASE).read_bytes())
+    calls: list[threading.Event] = []
+    first_cancelled = threading.Event()
+
+    def blocking_findings(doc, lay=None, *, cancel=None, **kw):
+        calls.append(cancel)
+        if len(calls) == 1 and cancel is not None and cancel.wait(60):
+            first_cancelled.set()
+        return []
+
+    monkeypatch.setattr(layout_mod, "file_findings", blocking_findings)
+    app = make_app(str(path))
+    async with app.run_test(size=SIZE) as pilot:
+        for _ in range(1200):  # the job starts after the first screen
+            if calls:
+                break
+            await pilot.pause(0.05)
+        assert calls
+        await pilot.press("r")
+        assert await asyncio.to_thread(first_cancelled.wait, 60)
+        await settle(pilot)
+        assert len(calls) == 2 and not calls[1].is_set()  # the new document's job runs on

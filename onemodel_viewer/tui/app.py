@@ -8,6 +8,10 @@ Layout: an info bar; the lazy structure tree on the left; on the right the detai
 pane, the statistics panel and the hex pane; the footer. Nothing that touches tensor
 bytes runs on the UI thread except the hex pane's reads of the few lines on screen.
 
+Quitting (``q``, ``ctrl+c``) cancels the background work; :func:`run_app` runs an app on an
+event loop of its own, so that leaving it never waits for a worker thread still busy (the CLI
+then ends the process without joining them).
+
 Benchmark hook: ``make_app(..., exit_after_first_screen=True)`` or the environment
 variable ``ONEMODEL_VIEW_EXIT_AFTER_FIRST_SCREEN=1`` makes the app exit (code 0) as
 soon as its first complete screen has been drawn.
@@ -15,6 +19,7 @@ soon as its first complete screen has been drawn.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sys
 import threading
@@ -80,14 +85,17 @@ class SearchIndex:
     the sort on every bundled file.
     """
 
-    def __init__(self, doc: Document) -> None:
+    def __init__(self, doc: Document, cancel: threading.Event | None = None) -> None:
         self.items: list[tuple[str, str, str]] = []
-        """(lower-case haystack, where, description)."""
+        """(lower-case haystack, where, description); incomplete when ``cancel`` was set."""
+        self._cancel = cancel
         m = doc.model
         if m is None:
             return
         add = self.items.append
         for f in m.functions:
+            if cancel is not None and cancel.is_set():
+                return
             add((f"{f.domain}:{f.name}".lower(), f.where, f"function {f.name}"))
             for n in f.nodes:
                 add((f"{n.op} {n.name}".lower(), n.where, f"{n.op} {n.name}"))
@@ -97,6 +105,8 @@ class SearchIndex:
         self._graph(m.graph)
 
     def _graph(self, g) -> None:
+        if self._cancel is not None and self._cancel.is_set():  # once per graph: the loops stay lean
+            return
         add = self.items.append
         for t in g.initializers:
             add((t.name.lower(), t.where, f"tensor {t.name}"))
@@ -130,6 +140,7 @@ class OneModelApp(App[int]):
 
     BINDINGS = [
         Binding("q", "quit", "Quit"),
+        Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
         Binding("slash", "search", "Search"),
         Binding("n", "next_match(1)", "Next", show=False),
         Binding("N", "next_match(-1)", "Prev", show=False),
@@ -178,6 +189,16 @@ class OneModelApp(App[int]):
         self._counts: tuple[Document, int, int] | None = None
         """(document, tensors, nodes) shown in the info bar."""
         self._first_screen_shown = False
+        self._background_cancel = threading.Event()
+        """Set to stop the running background job (a reload starts the next one with a new event)."""
+
+    def exit(self, *args: Any, **kwargs: Any) -> None:
+        """Leave the app; the background job is told to stop first (a thread cannot be killed: it asks)."""
+        self._background_cancel.set()
+        super().exit(*args, **kwargs)
+
+    def on_unmount(self) -> None:
+        self._background_cancel.set()
 
     # ------------------------------------------------------------------ compose / setup
     def compose(self) -> ComposeResult:
@@ -221,18 +242,20 @@ class OneModelApp(App[int]):
         doc = self.document
         if doc is None or doc.model is None:
             return
-        self._background(doc, self.facts)
+        self._background_cancel.set()  # the previous document's job, if it still runs
+        self._background_cancel = cancel = threading.Event()
+        self._background(doc, self.facts, cancel)
 
     @work(thread=True, exclusive=True, group="background", exit_on_error=False)
-    def _background(self, doc: Document, facts: Facts) -> None:
+    def _background(self, doc: Document, facts: Facts, cancel: threading.Event) -> None:
         """One thread, one task after the other: each busy thread takes the interpreter from the UI
         thread every few milliseconds (measured on a 10^6-node model: three at once made a key press
-        take ~2 s, one ~60 ms)."""
+        take ~2 s, one ~60 ms). ``cancel`` (set on quit and reload) stops it between and inside tasks."""
         # ``doc`` and ``facts`` are this document's: a reload replaces self.document/self.facts while
         # this thread runs on (it cannot be stopped), and its results must not land in the new ones
-        self._prepare_search(doc, facts)
-        if doc.source == "onemodel" and doc is self.document:
-            self._file_findings(doc)
+        self._prepare_search(doc, facts, cancel)
+        if doc.source == "onemodel" and doc is self.document and not cancel.is_set():
+            self._file_findings(doc, cancel)
 
     def _setup(self) -> None:
         doc = self.document
@@ -287,15 +310,18 @@ class OneModelApp(App[int]):
         if self._first_screen_shown:  # a reload: the first screen is long done
             self._start_background()
 
-    def _prepare_search(self, doc: Document, facts: Facts) -> None:
+    def _prepare_search(self, doc: Document, facts: Facts, cancel: threading.Event | None = None) -> None:
         """Build the main graph's facts (producers, consumers, types: the node list and the detail pane
         need them) and the search index off the UI thread, so opening the nodes and `/` answer at once."""
-        if doc.model is None or doc is not self.document:
+        cancelled = cancel.is_set if cancel is not None else lambda: False
+        if doc.model is None or doc is not self.document or cancelled():
             return
         facts.of(doc.model.graph)
-        if doc is not self.document:
+        if doc is not self.document or cancelled():
             return
-        index = SearchIndex(doc)
+        index = SearchIndex(doc, cancel)
+        if cancelled():  # the index may be incomplete
+            return
         try:
             self.call_from_thread(self._set_search_index, doc, index)
         except Exception:  # app shutting down
@@ -305,13 +331,15 @@ class OneModelApp(App[int]):
         if doc is self.document and self._search_index is None:
             self._search_index = index
 
-    def _file_findings(self, doc: Document) -> None:
+    def _file_findings(self, doc: Document, cancel: threading.Event | None = None) -> None:
         """The findings that need the bytes (padding, unowned and shared bytes, canonical form): off the UI thread."""
         from ..analysis.layout import file_findings
 
         try:
-            extra = file_findings(doc)
+            extra = file_findings(doc, cancel=cancel)
         except Exception:  # a changed file or a core bug: the open-time findings stay, the app stays up
+            return
+        if cancel is not None and cancel.is_set():  # scans given up half way: not findings to show
             return
         if extra:
             try:
@@ -781,10 +809,34 @@ def run_viewer(path: str) -> int:
     app = make_app(path, document=doc)
     app.resume_gc_after_first_screen = True
     try:
-        rc = app.run()
+        rc = run_app(app)
     finally:
         _resume_gc()
     return int(rc or 0)
+
+
+def run_app(app: App) -> Any:
+    """``app.run()`` on an event loop of its own, closed without waiting for worker threads.
+
+    ``asyncio.run`` (what ``App.run()`` uses) joins the loop's executor threads, where Textual runs
+    thread workers: ``q`` during a long background job cleared the screen and the process ran on until
+    the job ended (minutes on 100,000 empty tensors). Here the loop's pending tasks are cancelled and
+    the executor is let go; a thread still busy is the caller's to abandon (``cli.entry`` exits with
+    ``os._exit`` when one is left).
+    """
+    loop = asyncio.new_event_loop()
+    try:
+        return app.run(loop=loop)
+    finally:
+        try:
+            pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
+            for t in pending:
+                t.cancel()
+            if pending:
+                loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+            loop.run_until_complete(loop.shutdown_asyncgens())
+        finally:
+            loop.close()  # shuts the default executor down without waiting for its threads
 
 
 def run_diff_viewer(a: str, b: str) -> int:

@@ -83,6 +83,7 @@ class DiffApp(App[int]):
 
     BINDINGS = [
         Binding("q", "quit", "Quit"),
+        Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
         Binding("f", "toggle_filter", "Only differences"),
         Binding("n", "next_difference(1)", "Next diff"),
         Binding("N", "next_difference(-1)", "Prev diff", key_display="N"),
@@ -91,7 +92,7 @@ class DiffApp(App[int]):
     """
     | Key | Description |
     | :- | :- |
-    | q | Quit. |
+    | q, ctrl+c | Quit (the comparison still running is cancelled). |
     | f | Show only differences / everything. |
     | n / N | Next / previous difference. |
     """
@@ -146,6 +147,11 @@ class DiffApp(App[int]):
         self.query_one("#detail").border_title = "Detail"
         self.query_one(DiffTree).focus()
         self._compute()
+
+    def exit(self, *args: Any, **kwargs: Any) -> None:
+        """Leave the app; the comparison still running is told to stop first."""
+        self._cancel.set()
+        super().exit(*args, **kwargs)
 
     def on_unmount(self) -> None:
         self._cancel.set()
@@ -366,8 +372,10 @@ def make_diff_app(a: str | Document, b: str | Document) -> DiffApp:
 
 def run_diff_viewer(a: str, b: str) -> int:
     """Run the diff viewer; 0 when it ran, 2 when a file could not be opened."""
+    from .app import run_app
+
     app = make_diff_app(a, b)
-    app.run()
+    run_app(app)  # leaving never waits for the worker (an open or a diff still running)
     for d in app.docs:
         try:
             d.close()
