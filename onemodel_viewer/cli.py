@@ -38,6 +38,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--raw", action="store_true", help="--patch: keep the header as it is after manifest edits")
     p.add_argument("--seconds", type=float, default=60.0, help="--shrink: time budget (default 60)")
     p.add_argument("--summary", action="store_true", help="readable report instead of the viewer (--diff)")
+    p.add_argument("--top", type=int, metavar="N", default=None,
+                   help="--diff --summary: list the N most-changed tensors (default 20)")
     p.add_argument("--strict", action="store_true", help="--check: findings count as failures too")
     p.add_argument("files", nargs="*", metavar="FILE")
     from . import __version__
@@ -70,6 +72,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--seconds goes with --shrink")
     if args.summary and not args.diff:
         parser.error("--summary goes with --diff")
+    if args.top is not None and not (args.diff and args.summary):
+        parser.error("--top goes with --diff --summary")
+    if args.top is not None and args.top < 0:
+        parser.error("--top needs a count of 0 or more")
     if args.strict and not args.check:
         parser.error("--strict goes with --check")
 
@@ -105,7 +111,8 @@ def main(argv: list[str] | None = None) -> int:
             if args.json or args.summary:
                 from .commands.diff import run_diff
 
-                return run_diff(files[0], files[1], as_json=args.json)
+                return run_diff(files[0], files[1], as_json=args.json,
+                                **({"top": args.top} if args.top is not None else {}))
             from .tui.app import run_diff_viewer
 
             return run_diff_viewer(files[0], files[1])

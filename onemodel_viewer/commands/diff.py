@@ -11,6 +11,7 @@ import json
 import sys
 from typing import Any, TextIO
 
+from ..format.dtypes import name_of
 from ..textsafe import visible
 
 
@@ -21,7 +22,10 @@ DISAGREEMENT_CODES = ("duplicate-key", "shared-bytes")
 """Findings after which two readers of the same file may see different models."""
 
 MAX_ROWS = 500
-"""Rows of the summary table; the rest is counted (``--json`` lists everything)."""
+"""Lines of structure differences in the summary; the rest is counted (``--json`` lists everything)."""
+
+TOP = 20
+"""Most-changed tensors the summary lists by default (``--top N``)."""
 
 
 def _error(path: str, exc: BaseException, err: TextIO) -> int:
@@ -39,8 +43,13 @@ def _error(path: str, exc: BaseException, err: TextIO) -> int:
     return 2
 
 
-def run_diff(a: str, b: str, as_json: bool = False, *, out: TextIO | None = None, err: TextIO | None = None) -> int:
-    """Compare files ``a`` and ``b`` (OneModel or ONNX, any combination); print JSON or a summary."""
+def run_diff(a: str, b: str, as_json: bool = False, *, top: int = TOP, out: TextIO | None = None,
+             err: TextIO | None = None) -> int:
+    """Compare files ``a`` and ``b`` (OneModel or ONNX, any combination); print JSON or a summary.
+
+    The summary lists the ``top`` tensors whose values moved most (by ``rel_l2``), then every
+    other difference, one line each, grouped (``graph.nodes``, ``model.opsets``...).
+    """
     out = out if out is not None else sys.stdout
     err = err if err is not None else sys.stderr
     from .. import format as omf
@@ -70,7 +79,7 @@ def run_diff(a: str, b: str, as_json: bool = False, *, out: TextIO | None = None
         json.dump(doc_json, out, ensure_ascii=True, allow_nan=False)
         out.write("\n")
     else:
-        _summary(a, b, docs, result, out, findings)
+        _summary(a, b, docs, result, out, findings, top=top)
     return 0 if result.equal else 1
 
 
@@ -95,26 +104,41 @@ def _blame(docs, a: str, b: str) -> str:
     return f"{a} / {b}"
 
 
-def _cell(value: Any) -> str:
+def _plural(n: int, word: str, many: str | None = None) -> str:
+    """``1 difference``, ``2 differences``, ``1,234 equivalences``."""
+    return f"{n:,} {word if n == 1 else (many or word + 's')}"
+
+
+def _cell(value: Any, limit: int = 80) -> str:
+    """A compact one-line rendering of a JSON-safe value (a node summary reads ``Add(x, w) -> y``)."""
     if value is None:
-        return ""
-    if isinstance(value, str):
-        return value
-    return json.dumps(value, ensure_ascii=False)
+        return "-"
+    if isinstance(value, dict) and "op" in value and "inputs" in value:
+        dom = f"{value['domain']}." if value.get("domain") else ""
+        text = f"{dom}{value['op']}({', '.join(value['inputs'])}) -> {', '.join(value['outputs'])}"
+    elif isinstance(value, str):
+        text = value
+    else:
+        text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _num(v: Any, fmt: str = ".3g") -> str:
+    if v is None:
+        return "-"
+    return format(v, fmt) if isinstance(v, (int, float)) else str(v)
 
 
 def _detail_text(d) -> str:
     det = d.detail or {}
     if "differing" in det:
-        text = f"{det['differing']:,}" + (f"/{det['count']:,}" if "count" in det else "") + " differ"
+        text = f"{det['differing']:,}" + (f" of {det['count']:,}" if "count" in det else "") + " elements differ"
         if "first_index" in det:
-            text += " from [" + ",".join(map(str, det["first_index"])) + "]"
-        for key, label in (("max_abs", "max abs"), ("max_rel", "rel")):
-            if key in det:
-                v = det[key]
-                text += f", {label} " + (f"{v:.3g}" if isinstance(v, float) else str(v))
+            text += ", first [" + ",".join(map(str, det["first_index"])) + "]"
+        if "max_abs" in det:
+            text += f", max abs {_num(det['max_abs'])}"
         if det.get("nonfinite"):
-            text += f", {det['nonfinite']} non-finite"
+            text += f", {det['nonfinite']:,} non-finite"
         return text
     if det.get("order"):
         return "same entries, different order"
@@ -123,20 +147,29 @@ def _detail_text(d) -> str:
     return ""
 
 
-def _summary(a: str, b: str, docs, result, out: TextIO, findings=((), ())) -> None:
+def _group(where: str) -> str:
+    """What a difference is grouped under: ``graph.nodes``, ``graph.initializers``, ``model.opsets``, ``model``."""
+    head = where.split("[", 1)[0]
+    return head if "[" in where else (head.rsplit(".", 1)[0] if "." in head else head)
+
+
+MARK = {"added": ("+", "green"), "removed": ("-", "red"), "changed": ("~", "yellow")}
+
+
+def _summary(a: str, b: str, docs, result, out: TextIO, findings=((), ()), top: int = TOP) -> None:
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
 
-    console = Console(file=out, highlight=False, soft_wrap=False)
+    # to a pipe or file: no wrapping at 80 columns (one line per difference stays one line)
+    console = Console(file=out, highlight=False, soft_wrap=True, width=None if _is_tty(out) else 10_000)
     for label, path, doc, found in (("A", a, docs[0], findings[0]), ("B", b, docs[1], findings[1])):
-        console.print(Text.assemble((f"{label} ", "bold"), visible(str(path)), f"  ({doc.source}, {doc.size:,} bytes)"),
-                      soft_wrap=True)
+        console.print(Text.assemble((f"{label} ", "bold"), visible(str(path)), f"  ({doc.source}, {doc.size:,} bytes)"))
         # what readers may disagree on first: such a file may not hold the same model for every reader
         ordered = sorted(found, key=lambda f: f.code not in DISAGREEMENT_CODES)
         for f in ordered[:MAX_FINDINGS]:
             console.print(Text.assemble(("  finding ", "yellow"), (f.code, "yellow"), " at ", visible(f.where), ": ",
-                                        visible(f.message)), soft_wrap=True)
+                                        visible(f.message)))
         if len(ordered) > MAX_FINDINGS:
             console.print(Text(f"  … {len(ordered) - MAX_FINDINGS} more findings (onemodel-view --check lists them)",
                                style="dim"))
@@ -146,29 +179,80 @@ def _summary(a: str, b: str, docs, result, out: TextIO, findings=((), ())) -> No
     if result.equal:
         console.print(Text("equal: the two files hold the same model", style="bold green"))
     else:
-        console.print(Text(
-            f"{len(result.differences):,} difference{'' if len(result.differences) == 1 else 's'}: {counts['added']:,} added, {counts['removed']:,} removed, "
-            f"{counts['changed']:,} changed",
-            style="bold red",
-        ))
-        table = Table(show_lines=False, expand=False, box=None, padding=(0, 1), header_style="bold")
-        table.add_column("change", no_wrap=True)
-        table.add_column("where / A -> B / detail", overflow="fold")
-        style = {"added": "green", "removed": "red", "changed": "yellow"}
-        for d in result.differences[:MAX_ROWS]:
-            cell = Text(visible(d.where), style="bold")
-            cell.append("\n  A ", style="dim")
-            cell.append(visible(_cell(d.a)) if d.a is not None else "-")
-            cell.append("\n  B ", style="dim")
-            cell.append(visible(_cell(d.b)) if d.b is not None else "-")
-            detail = _detail_text(d)
-            if detail:
-                cell.append("\n  " + visible(detail), style="dim")
-            table.add_row(Text(d.change, style=style.get(d.change, "")), cell)
+        console.print(Text(f"{_plural(len(result.differences), 'difference')}: {counts['added']:,} added, "
+                           f"{counts['removed']:,} removed, {counts['changed']:,} changed", style="bold red"))
+    data = [d for d in result.differences if d.is_data]
+    floats = sorted((d for d in data if "rel_l2" in d.detail), key=_rank)
+    t = result.totals
+    if t:
+        console.print(Text.assemble(
+            ("weights: ", "bold"),
+            f"{t['changed_tensors']:,} of {_plural(t['float_tensors'], 'float tensor')} changed "
+            f"({t['changed_elements']:,} of {t['elements']:,} elements), rel_l2 over all weights {_num(t['rel_l2'], '.4g')}"))
+    if floats:
+        shown = floats[: max(0, top)]
+        console.print(Text(f"most changed tensors (by rel_l2; {len(shown):,} of {len(floats):,}):", style="bold"))
+        table = Table(show_lines=False, expand=False, box=None, padding=(0, 2), pad_edge=False, header_style="bold")
+        for col, right in (("tensor", False), ("dtype", False), ("shape", False), ("rel_l2", True),
+                           ("cosine", True), ("max_abs", True), ("changed", True)):
+            table.add_column(col, justify="right" if right else "left", no_wrap=True)
+        for d in shown:
+            det, rec = d.detail, d.a_ref
+            name = rec.name if getattr(rec, "name", "") else d.where.removesuffix(".data")
+            dims = "[" + ",".join(map(str, getattr(rec, "dims", ()))) + "]"
+            pct = 100.0 * det["differing"] / det["count"] if det.get("count") else 0.0
+            table.add_row(Text(visible(name)), name_of(rec.dtype) if rec is not None else "?", dims,
+                          _num(det["rel_l2"], ".3e"), _num(det["cosine"], ".6f"), _num(det["max_abs"]),
+                          f"{pct:.1f}%")
         console.print(table)
-        if len(result.differences) > MAX_ROWS:
-            console.print(Text(f"... and {len(result.differences) - MAX_ROWS:,} more (use --json for all)"))
+        if len(floats) > len(shown):
+            console.print(Text(f"  … {len(floats) - len(shown):,} more changed float tensors (--top N shows more; "
+                               "--json lists every one)", style="dim"))
+    rest = [d for d in result.differences if not (d.is_data and "rel_l2" in d.detail)]
+    if rest:
+        groups: dict[str, list] = {}
+        for d in rest:
+            groups.setdefault(_group(d.where), []).append(d)
+        console.print(Text(f"structure and other data ({_plural(len(rest), 'difference')}):", style="bold"))
+        rows = 0
+        for name, items in groups.items():
+            kinds = {k: sum(1 for d in items if d.change == k) for k in ("added", "removed", "changed")}
+            tally = ", ".join(f"{v:,} {k}" for k, v in kinds.items() if v)
+            console.print(Text.assemble(("  " + visible(name), "bold"), f" ({tally})"))
+            for d in items:
+                if rows >= MAX_ROWS:
+                    break
+                rows += 1
+                mark, style = MARK.get(d.change, ("?", ""))
+                line = Text.assemble(("    " + mark + " ", style), (visible(d.where), style))
+                if d.change == "added":
+                    line.append("  " + visible(_cell(d.b)), style="dim")
+                elif d.change == "removed":
+                    line.append("  " + visible(_cell(d.a)), style="dim")
+                elif not d.is_data:
+                    line.append(f"  {visible(_cell(d.a))} -> {visible(_cell(d.b))}")
+                detail = _detail_text(d)
+                if detail:
+                    line.append("  (" + visible(detail) + ")", style="dim")
+                console.print(line)
+        if len(rest) > MAX_ROWS:
+            console.print(Text(f"  … {len(rest) - MAX_ROWS:,} more (--json lists every one)", style="dim"))
     if result.equivalences:
-        console.print(Text("treated as the same (spec equivalences):", style="bold"))
+        console.print(Text(f"treated as the same ({_plural(len(result.equivalences), 'spec equivalence')} applied):",
+                           style="bold"))
         for e in result.equivalences:
             console.print(Text("  " + visible(e)))
+
+
+def _is_tty(out: TextIO) -> bool:
+    try:
+        return out.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def _rank(d) -> tuple:
+    """Most changed first: larger rel_l2 (``inf`` first, ``nan`` last), then more elements changed."""
+    r = d.detail["rel_l2"]
+    r = float(r) if isinstance(r, str) else r
+    return (0 if r == r else 1, -(r if r == r else 0.0), -d.detail["differing"], d.where)
