@@ -1,0 +1,167 @@
+"""Inferred value types: ONNX's own shape inference on the model's graph, without its weights.
+
+:func:`infer_types` builds a weightless ModelProto (tensors of more than :data:`INLINE_BYTES` are
+written as external-data references, so no weight byte is copied; small ones -- shape and index
+constants -- stay inline, since Reshape, Expand... read their values), runs
+``onnx.shape_inference.infer_shapes`` (not strict: an op it cannot type is left untyped) and maps
+the value_info it adds back onto the records' graphs. A Constant's output gets its tensor's type
+(:func:`constant_output_type`, no onnx needed). No UI here.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+
+from ..format.schema import Graph, Model, Node, NodeList, SparseTensor, Tensor, Type
+
+__all__ = ["INLINE_BYTES", "Inferred", "infer_types", "weightless_proto", "constant_output_type", "type_from_proto"]
+
+INLINE_BYTES = 1024
+"""Tensors up to this many bytes keep their bytes in the proto (shape inference reads small constants)."""
+
+
+@dataclass(slots=True)
+class Inferred:
+    """Types shape inference gave, per graph (identity-keyed). Converted from the proto when asked
+    (one :func:`type_from_proto` per value costs more than the inference itself on 10^4 nodes)."""
+
+    protos: dict[int, object] = field(default_factory=dict)
+    """id(graph) -> the inferred GraphProto (its value_info and outputs are read when asked)."""
+    _names: dict[int, dict[str, object]] = field(default_factory=dict)
+    graphs: dict[int, Graph] = field(default_factory=dict)
+    error: str = ""
+    """Why inference gave nothing (empty when it ran)."""
+    _types: dict[tuple[int, str], Type | None] = field(default_factory=dict)
+
+    def of(self, g: Graph, name: str) -> Type | None:
+        """The inferred type of ``name`` in ``g`` (None: none inferred)."""
+        if self.graphs.get(id(g)) is not g:
+            return None
+        key = (id(g), name)
+        if key in self._types:
+            return self._types[key]
+        tp = self.names(g).get(name)
+        t = type_from_proto(tp) if tp is not None else None
+        self._types[key] = t
+        return t
+
+    def names(self, g: Graph) -> dict[str, object]:
+        """Value name -> inferred TypeProto of graph ``g`` (indexed on first use: ~20 ms per 10^4 values)."""
+        idx = self._names.get(id(g))
+        if idx is None:
+            gp = self.protos.get(id(g)) if self.graphs.get(id(g)) is g else None
+            if gp is None:
+                return {}
+            idx = {vp.name: vp.type for vp in gp.value_info}
+            for vp in gp.output:
+                idx.setdefault(vp.name, vp.type)
+            self._names[id(g)] = idx
+        return idx
+
+    @property
+    def count(self) -> int:
+        return sum(len(self.names(g)) for g in self.graphs.values())
+
+
+def weightless_proto(model: Model):
+    """``model`` as an ONNX ModelProto whose big tensors are external-data references (no bytes copied)."""
+    from ..format.onnx_export import model_to_proto
+    from ..format.schema import all_tensors
+
+    ext = {id(t): ("weights.bin", 0, t.length) for t in all_tensors(model)
+           if not t.is_string and t.length > INLINE_BYTES}
+    return model_to_proto(model, external=ext)
+
+
+def type_from_proto(tp) -> Type | None:
+    """A TypeProto as a :class:`Type` (None when it has no value set)."""
+    which = tp.WhichOneof("value")
+    if which in ("tensor_type", "sparse_tensor_type"):
+        tt = getattr(tp, which)
+        shape = None
+        if tt.HasField("shape"):
+            dims: list[int | str | None] = []
+            for d in tt.shape.dim:
+                w = d.WhichOneof("value")
+                dims.append(d.dim_value if w == "dim_value" else d.dim_param if w == "dim_param" else None)
+            shape = tuple(dims)
+        return Type("tensor" if which == "tensor_type" else "sparse_tensor", elem=tt.elem_type, shape=shape)
+    if which in ("sequence_type", "optional_type"):
+        inner = getattr(tp, which).elem_type
+        return Type("sequence" if which == "sequence_type" else "optional",
+                    inner=type_from_proto(inner) if inner.WhichOneof("value") else None)
+    if which == "map_type":
+        mt = tp.map_type
+        return Type("map", key=mt.key_type, inner=type_from_proto(mt.value_type) if mt.HasField("value_type") else None)
+    if which == "opaque_type":
+        return Type("opaque", domain=tp.opaque_type.domain, name=tp.opaque_type.name)
+    return None
+
+
+def _indexed_with_contents(nodes) -> list[tuple[int, Node]]:
+    if type(nodes) is NodeList and not nodes.built:
+        return [(i, n) for i, n in nodes.built_records().items() if n.attributes]
+    return [(i, n) for i, n in enumerate(nodes) if n.attributes]
+
+
+def _pair(g: Graph, gp, out: Inferred, cancel: threading.Event | None) -> None:
+    """Keep ``gp``'s inferred value types under ``g``; recurse into subgraphs (matched by position)."""
+    if cancel is not None and cancel.is_set():
+        return
+    out.protos[id(g)] = gp
+    out.graphs[id(g)] = g
+    if len(g.nodes) != len(gp.node):
+        return
+    for i, n in _indexed_with_contents(g.nodes):
+        npb = gp.node[i]
+        if len(npb.attribute) != len(n.attributes):
+            continue
+        for a, ap in zip(n.attributes, npb.attribute):
+            subs = a.graphs()
+            if not subs:
+                continue
+            sub_protos = [ap.g] if ap.HasField("g") else list(ap.graphs)
+            for sg, sgp in zip(subs, sub_protos):
+                _pair(sg, sgp, out, cancel)
+
+
+def infer_types(model: Model, cancel: threading.Event | None = None) -> Inferred:
+    """Run ONNX shape inference on ``model`` without its weights; never raises (the error is kept)."""
+    out = Inferred()
+    try:
+        import onnx
+        from onnx import shape_inference
+
+        mp = weightless_proto(model)
+        if cancel is not None and cancel.is_set():
+            out.error = "cancelled"
+            return out
+        inferred = shape_inference.infer_shapes(mp, check_type=False, strict_mode=False, data_prop=False)
+        del onnx
+    except Exception as e:  # a model onnx cannot take (diagnose-mode leftovers, deep nesting, a bad op)
+        out.error = f"{type(e).__name__}: {e}"
+        return out
+    try:
+        _pair(model.graph, inferred.graph, out, cancel)
+    except Exception as e:  # pragma: no cover - a record/proto mismatch: keep what was paired
+        out.error = f"{type(e).__name__}: {e}"
+    return out
+
+
+def constant_output_type(n: Node) -> Type | None:
+    """The type of a Constant node's output: its tensor's dtype and dims."""
+    if n.op != "Constant" or n.domain not in ("", "ai.onnx"):
+        return None
+    from .params import constant_tensor
+
+    held = constant_tensor(n)
+    if isinstance(held, Tensor):
+        return Type("tensor", elem=held.dtype, shape=tuple(held.dims))
+    if isinstance(held, SparseTensor):
+        return Type("sparse_tensor", elem=held.values.dtype, shape=tuple(held.dims))
+    if held is not None:
+        code, count, _ = held
+        attr = next((a.name for a in n.attributes if not a.ref), "")
+        return Type("tensor", elem=code, shape=(count,) if attr.endswith("s") else ())
+    return None
