@@ -1,0 +1,288 @@
+"""How much each tensor changed (issue 17): rel_l2, cosine, mean_abs, max_abs/max_rel, nonfinite against
+numpy in float64, on every float dtype; integer max_abs; edge cases; the --summary ranking and layout."""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import json
+import math
+
+import numpy as np
+import pytest
+
+from onemodel_viewer.analysis import diff as D
+from onemodel_viewer.analysis import diff_tensors as T
+from onemodel_viewer.format.dtypes import DTYPES, encode
+from onemodel_viewer.format.schema import Graph, Model, OperatorSet, Tensor
+from onemodel_viewer.format.storage import BytesStorage
+
+FLOATS = [c for c, d in DTYPES.items() if d.is_float]
+INTS = [c for c, d in DTYPES.items() if not d.is_float and d.bits]
+
+
+def tensor(name: str, values, code: int) -> Tensor:
+    arr = np.asarray(values)
+    data = encode(arr, DTYPES[code])
+    return Tensor(name, code, tuple(arr.shape), length=len(data), file_offset=0, storage=BytesStorage(data))
+
+
+def model(*tensors: Tensor) -> Model:
+    return Model(ir_version=8, graph=Graph(name="g", initializers=tuple(tensors)), opsets=(OperatorSet("", 17),))
+
+
+def reference(va: np.ndarray, vb: np.ndarray) -> dict:
+    """The metrics computed plainly in float64 (complex: as (re, im) pairs)."""
+    work = np.complex128 if np.iscomplexobj(va) else np.float64
+    a, b = va.reshape(-1).astype(work), vb.reshape(-1).astype(work)
+    fin = np.isfinite(a) & np.isfinite(b)
+    a, b = a[fin], b[fin]
+    ra, rb = (a.view(np.float64), b.view(np.float64)) if work is np.complex128 else (a, b)
+    na, nb, nd = np.linalg.norm(ra), np.linalg.norm(rb), np.linalg.norm(rb - ra)
+    d = np.abs(b - a)
+    mag = np.maximum(np.abs(a), np.abs(b))
+    rel = np.divide(d, mag, out=np.zeros_like(d), where=mag > 0)
+    return {"rel_l2": nd / na, "cosine": float(ra @ rb) / (na * nb), "mean_abs": d.mean(), "max_abs": d.max(),
+            "max_rel": rel.max(), "nonfinite": int((~fin).sum())}
+
+
+def compare(a: Tensor, b: Tensor) -> T.DataDelta | None:
+    return T.compare_tensors([(a, b)], threads=2)[0]
+
+
+def values_for(code: int, n: int, rng, scale: float = 0.5) -> tuple[np.ndarray, np.ndarray]:
+    info = DTYPES[code]
+    x = rng.standard_normal(n) * scale
+    y = x * (1 + 0.05 * rng.standard_normal(n)) + 0.001 * scale * rng.standard_normal(n)
+    if info.name == "float8e8m0":  # powers of two only, no sign (a negative value is its NaN)
+        x, y = np.abs(x), np.abs(y)
+    if info.name.startswith("complex"):
+        x, y = x + 1j * rng.standard_normal(n), y + 1j * rng.standard_normal(n) * 0.1
+    return np.asarray(x).astype(info.numpy), np.asarray(y).astype(info.numpy)
+
+
+@pytest.mark.parametrize("n", [1, 7, 1000, 600_000])
+@pytest.mark.parametrize("code", FLOATS)
+def test_metrics_match_numpy_float64(code, n):
+    rng = np.random.default_rng(code * 31 + n)
+    a, b = values_for(code, n, rng, scale=2.0 if DTYPES[code].name == "float8e8m0" else 0.5)
+    a.flat[0], b.flat[0] = 1.0, 2.0  # never all zeros (coarse types round small values to 0): see test_zero_norm_a
+    ta, tb = tensor("w", a, code), tensor("w", b, code)
+    delta = compare(ta, tb)
+    if delta is None:  # coarse types may round every change away
+        assert np.array_equal(ta.raw(), tb.raw())
+        return
+    ref = reference(ta.values(), tb.values())
+    for key in ("rel_l2", "cosine", "mean_abs", "max_abs", "max_rel"):
+        assert math.isclose(getattr(delta, key), ref[key], rel_tol=1e-6, abs_tol=1e-12), (key, getattr(delta, key), ref[key])
+    assert delta.nonfinite == ref["nonfinite"] == 0
+
+
+@pytest.mark.parametrize("code", [c for c in FLOATS if DTYPES[c].name not in ("float4e2m1", "float6e2m3", "float6e3m2",
+                                                                              "float8e4m3fn", "float8e8m0")])
+def test_nan_inf_and_signed_zero_mixes(code):
+    """Non-finite pairs are counted and left out of every metric; -0.0 vs 0.0 differs but moves nothing."""
+    rng = np.random.default_rng(code)
+    a, b = values_for(code, 5000, rng)
+    b[10] = np.nan          # finite vs NaN
+    a[20] = np.inf          # Inf vs finite
+    a[30], b[30] = -np.inf, -np.inf  # equal non-finite pair: not differing, still not finite
+    a[40], b[40] = 0.0, -0.0
+    delta = compare(tensor("w", a, code), tensor("w", b, code))
+    ref = reference(tensor("w", a, code).values(), tensor("w", b, code).values())
+    assert delta.nonfinite == ref["nonfinite"] == 3
+    for key in ("rel_l2", "cosine", "mean_abs", "max_abs", "max_rel"):
+        assert math.isclose(getattr(delta, key), ref[key], rel_tol=1e-6), key
+
+
+def test_float16_nan_and_inf_through_the_bit_path():
+    """float16 is widened by moving bits (NaN/Inf come out as large finite numbers there): they must still be
+    counted as non-finite, and a slice holding one is redone exactly."""
+    a = np.linspace(-1, 1, 300_000).astype(np.float16)
+    b = (a * np.float16(1.01)).astype(np.float16)
+    b[5], a[7], a[8], b[8] = np.nan, -np.inf, np.inf, np.inf
+    delta = compare(tensor("w", a, 10), tensor("w", b, 10))
+    ref = reference(a, b)
+    assert delta.nonfinite == 3
+    assert math.isclose(delta.rel_l2, ref["rel_l2"], rel_tol=1e-6)
+    assert math.isclose(delta.max_abs, ref["max_abs"], rel_tol=1e-6)
+
+
+def test_only_signed_zeros_differ():
+    a = np.zeros(64, np.float32)
+    b = a.copy()
+    b[3] = -0.0
+    delta = compare(tensor("w", a, 1), tensor("w", b, 1))
+    assert delta.differing == 1
+    assert (delta.rel_l2, delta.cosine, delta.mean_abs, delta.max_abs, delta.max_rel) == (0.0, 1.0, 0.0, 0.0, 0.0)
+
+
+def test_zero_norm_a():
+    """‖a‖ = 0 and b not: rel_l2 is inf ("inf" in JSON), cosine undefined (null)."""
+    a, b = np.zeros(100, np.float32), np.zeros(100, np.float32)
+    b[50] = 2.0
+    delta = compare(tensor("w", a, 1), tensor("w", b, 1))
+    assert delta.rel_l2 == math.inf and delta.cosine is None
+    assert delta.mean_abs == pytest.approx(0.02) and delta.max_abs == 2.0 and delta.max_rel == 1.0
+    m = delta.metrics()
+    assert m["rel_l2"] == "inf" and m["cosine"] is None
+    json.dumps(m, allow_nan=False)
+
+
+def test_no_finite_pair():
+    a = np.full(10, np.nan, np.float32)
+    b = a.view(np.uint32).copy()
+    b[:] += 1  # other NaN payloads
+    delta = compare(tensor("w", a, 1), tensor("w", b.view(np.float32), 1))
+    assert delta.differing == 10 and delta.nonfinite == 10 and delta.finite == 0
+    assert delta.mean_abs is None and delta.metrics()["mean_abs"] is None
+
+
+def test_empty_tensors_are_equal():
+    for code in FLOATS + INTS:
+        e = tensor("e", np.zeros(0, DTYPES[code].numpy), code)
+        assert compare(e, e) is None
+        assert D.diff_models(model(e), model(dataclasses.replace(e))).equal
+
+
+@pytest.mark.parametrize("scale", [1e30, 1e-30])
+def test_values_beyond_the_float32_work_range(scale):
+    """Squares of 1e30 overflow float32 and of 1e-30 underflow: those slices are computed in float64."""
+    rng = np.random.default_rng(1)
+    a = (rng.standard_normal(10_000) * scale).astype(np.float32)
+    b = (a * (1 + 0.01 * rng.standard_normal(10_000))).astype(np.float32)
+    delta = compare(tensor("w", a, 1), tensor("w", b, 1))
+    ref = reference(a, b)
+    for key in ("rel_l2", "cosine", "mean_abs", "max_abs", "max_rel"):
+        assert math.isclose(getattr(delta, key), ref[key], rel_tol=1e-6), key
+
+
+def test_unrelated_tensors_cosine_near_zero():
+    """Where Σab would be derived with cancellation (cosine ~ 0), it is computed directly."""
+    rng = np.random.default_rng(2)
+    a, b = rng.standard_normal(400_000).astype(np.float32), rng.standard_normal(400_000).astype(np.float32)
+    delta = compare(tensor("w", a, 1), tensor("w", b, 1))
+    ref = reference(a, b)
+    assert abs(ref["cosine"]) < 0.01
+    assert math.isclose(delta.cosine, ref["cosine"], rel_tol=1e-6)
+    assert math.isclose(delta.rel_l2, ref["rel_l2"], rel_tol=1e-6)
+
+
+@pytest.mark.parametrize("code", INTS)
+def test_integer_max_abs_is_exact(code):
+    info = DTYPES[code]
+    if info.name == "bool":
+        a = np.array([True, False, True])
+        b = np.array([True, True, True])
+        want = 1
+    else:
+        lo, hi = (int(np.iinfo(info.numpy).min), int(np.iinfo(info.numpy).max)) if info.bits >= 8 else \
+            ((-(1 << (info.bits - 1)), (1 << (info.bits - 1)) - 1) if info.name.startswith("int") else (0, (1 << info.bits) - 1))
+        a = np.array([lo, 0, hi, 1], dtype=object)
+        b = np.array([hi, 0, hi, 2], dtype=object)
+        want = hi - lo
+        a, b = a.astype(np.int64 if info.name != "uint64" else np.uint64), b.astype(np.int64 if info.name != "uint64" else np.uint64)
+        a, b = a.astype(info.numpy), b.astype(info.numpy)
+    delta = compare(tensor("q", a, code), tensor("q", b, code))
+    assert delta.max_abs == want and isinstance(delta.metrics()["max_abs"], int)
+    assert "rel_l2" not in delta.metrics()
+
+
+def test_threads_slices_and_segments_agree(monkeypatch):
+    """The same figures whatever the chunk, slice and segment sizes and the number of threads."""
+    rng = np.random.default_rng(3)
+    a = (rng.standard_normal(50_000) * 0.02).astype(np.float16)
+    b = (a.astype(np.float32) * (1 + 0.01 * rng.standard_normal(50_000))).astype(np.float16)
+    b[:20_000] = a[:20_000]  # an equal stretch first: summed only once the tensor is seen to differ
+    ta, tb = tensor("w", a, 10), tensor("w", b, 10)
+    whole = T.compare_tensors([(ta, tb)], threads=1)[0]
+    monkeypatch.setattr(T, "CHUNK", 48 * 8 * 16)
+    monkeypatch.setattr(T, "SEGMENT", 48 * 8 * 32)
+    monkeypatch.setattr(T, "SLICE", 1024)
+    split = T.compare_tensors([(ta, tb)], threads=2)[0]
+    assert (split.differing, split.first, split.nonfinite, split.finite) == (whole.differing, whole.first, 0, 50_000)
+    for key in ("rel_l2", "cosine", "mean_abs", "max_abs", "max_rel"):
+        assert math.isclose(getattr(split, key), getattr(whole, key), rel_tol=1e-6), key
+    ref = reference(a, b)
+    assert math.isclose(split.rel_l2, ref["rel_l2"], rel_tol=1e-6)
+
+
+def test_json_detail_and_totals():
+    rng = np.random.default_rng(4)
+    w = rng.standard_normal((30, 40)).astype(np.float32)
+    keep = rng.standard_normal(100).astype(np.float32)
+    w2 = w * np.float32(1.1)
+    r = D.diff_models(model(tensor("w", w, 1), tensor("k", keep, 1)), model(tensor("w", w2, 1), tensor("k", keep, 1)))
+    (d,) = r.differences
+    det = d.detail
+    assert set(det) >= {"differing", "count", "first_index", "first_byte", "max_abs", "max_rel", "rel_l2", "cosine",
+                        "mean_abs", "nonfinite"}
+    assert det["rel_l2"] == pytest.approx(0.1, rel=1e-6) and det["cosine"] == pytest.approx(1.0)
+    # over all weights: ‖Δw‖ / ‖(w, keep)‖
+    want = np.linalg.norm((w2 - w).astype(np.float64)) / math.hypot(np.linalg.norm(w.astype(np.float64)),
+                                                                      np.linalg.norm(keep.astype(np.float64)))
+    assert r.totals["rel_l2"] == pytest.approx(want, rel=1e-6)
+    assert (r.totals["changed_tensors"], r.totals["float_tensors"]) == (1, 2)
+    json.dumps(r.as_json("a", "b"), allow_nan=False)
+
+
+def test_differences_keep_walk_order():
+    """Data differences finish in any order on the threads but are listed in the order of the walk."""
+    ts = [tensor(f"t{i}", np.arange(1000, dtype=np.float32) + i, 1) for i in range(6)]
+    ts2 = [dataclasses.replace(t, doc="x") if i % 2 else t for i, t in enumerate(ts)]
+    ts2 = [tensor(t.name, t.values() * 2, 1) if i in (1, 4) else t for i, t in enumerate(ts2)]
+    r = D.diff_models(model(*ts), model(*ts2))
+    assert [d.where for d in r.differences] == [
+        'graph.initializers["t1"].data', 'graph.initializers["t3"].doc', 'graph.initializers["t4"].data',
+        'graph.initializers["t5"].doc']
+
+
+# ---------------------------------------------------------------------------- --summary
+
+
+def _summary(ma: Model, mb: Model, **kw) -> str:
+    from onemodel_viewer.commands.diff import _summary as summary
+    from onemodel_viewer.format.document import Document
+
+    r = D.diff_models(ma, mb)
+    out = io.StringIO()
+    docs = (Document("a.onemodel", "onemodel", 100, model=ma), Document("b.onemodel", "onemodel", 100, model=mb))
+    summary("a.onemodel", "b.onemodel", docs, r, out, **kw)
+    return out.getvalue()
+
+
+def test_summary_ranks_tensors_by_rel_l2():
+    rng = np.random.default_rng(5)
+    base = [tensor(f"w{i}", rng.standard_normal(500).astype(np.float32), 1) for i in range(5)]
+    factors = {"w0": 1.001, "w1": 1.5, "w2": 1.0, "w3": 1.05, "w4": 1.2}
+    changed = [tensor(t.name, t.values() * np.float32(factors[t.name]), 1) for t in base]
+    text = _summary(model(*base), model(*changed), top=3)
+    lines = text.splitlines()
+    head = next(i for i, line in enumerate(lines) if line.startswith("most changed tensors"))
+    assert "3 of 4" in lines[head]
+    names = [lines[head + 2 + k].split()[0] for k in range(3)]
+    assert names == ["w1", "w4", "w3"]
+    assert "… 1 more changed float tensor" in text
+    assert "weights: 4 of 5 float tensors changed" in text
+    row = lines[head + 2].split()
+    assert row[1:3] == ["float", "[500]"] and row[-1] == "100.0%"
+    assert float(row[3]) == pytest.approx(0.5, rel=1e-3)
+
+
+def test_summary_one_line_per_structure_difference_and_plurals():
+    m = model(tensor("w", np.arange(4, dtype=np.float32), 1))
+    long = "x" * 120
+    m2 = model(tensor("w", np.arange(4, dtype=np.float32), 1), tensor(long, np.arange(3, dtype=np.int64), 7))
+    text = _summary(m, m2)
+    assert "1 difference: 1 added" in text and "1 differences" not in text
+    line = next(line for line in text.splitlines() if long in line)  # not wrapped at 80 columns
+    assert line.strip().startswith("+ graph.initializers") and "int64[3]" in line
+    assert "graph.initializers (1 added)" in text
+
+
+def test_summary_cli_top_option(tmp_path, capsys):
+    from onemodel_viewer.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["--diff", "a", "b", "--top", "3"])  # --top without --summary
+    assert "--top goes with --diff --summary" in capsys.readouterr().err
