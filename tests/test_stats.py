@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import os
 import subprocess
@@ -215,14 +216,14 @@ def test_int64_extremes_are_exact():
 
 
 def test_float32_mean_and_std_precision():
-    """Large offset, small spread: the two-pass variance keeps the digits E[x²]-E[x]² would lose."""
+    """Large offset, small spread: the two-pass variance keeps the digits E[x²]-E[x]² would lose (float64-grade)."""
     rng = np.random.default_rng(5)
     vals = (1000.0 + rng.standard_normal(100_000) * 1e-3).astype(np.float32)
     t = make(1, vals)
     s = compute_stats(t, chunk_bytes=4096, threads=2)
     ref = vals.astype(np.float64)
-    assert math.isclose(s.mean, ref.mean(), rel_tol=1e-9)
-    assert math.isclose(s.std, ref.std(), rel_tol=1e-3)
+    assert math.isclose(s.mean, ref.mean(), rel_tol=1e-13)
+    assert math.isclose(s.std, ref.std(), rel_tol=1e-11)  # numpy's own float64 std is good to ~1e-13 here
 
 
 def test_bool_nonzero_bytes_are_true():
@@ -438,8 +439,8 @@ def test_histogram_false_precision():
     vals = (1000.0 + rng.standard_normal(100_000) * 1e-3).astype(np.float32)
     s = compute_stats(make(1, vals), chunk_bytes=4096, threads=2, histogram=False)
     ref = vals.astype(np.float64)
-    assert math.isclose(s.mean, ref.mean(), rel_tol=1e-9)
-    assert math.isclose(s.std, ref.std(), rel_tol=1e-3)
+    assert math.isclose(s.mean, ref.mean(), rel_tol=1e-13)
+    assert math.isclose(s.std, ref.std(), rel_tol=1e-11)
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -505,15 +506,87 @@ def test_on_summary_not_called_without_a_second_pass():
 
 
 def test_float32_offset_blocks_keep_precision():
-    """Blocks of a large offset (centred) next to blocks around zero (the Σx² shortcut): float64-grade results."""
+    """Blocks of a large offset (centred) next to blocks around zero (the Σx² shortcut): float64-grade results.
+
+    Broke with OPENBLAS_CORETYPE=Haswell: the sums were float32 BLAS dots, 4e-9 off in the mean
+    under that kernel (3e-10 under SkylakeX); they are float64 sums without BLAS now."""
     rng = np.random.default_rng(11)
     a = (rng.standard_normal(50_000) * 0.02).astype(np.float32)
     b = (300.0 + rng.standard_normal(50_000) * 1e-3).astype(np.float32)
     vals = np.concatenate([a, b, a[::-1]])
     s = compute_stats(make(1, vals), chunk_bytes=1 << 16, threads=2)
     ref = vals.astype(np.float64)
-    assert math.isclose(s.mean, ref.mean(), rel_tol=1e-9)
-    assert math.isclose(s.std, ref.std(), rel_tol=1e-6)
+    assert math.isclose(s.mean, ref.mean(), rel_tol=1e-13)
+    assert math.isclose(s.std, ref.std(), rel_tol=1e-13)
+
+
+_KERNEL_PROBE = """
+import json, sys
+import numpy as np
+from onemodel_viewer.analysis.stats import compute_stats
+from onemodel_viewer.format.dtypes import DTYPES, encode
+from onemodel_viewer.format.schema import Tensor
+from onemodel_viewer.format.storage import BytesStorage
+
+rng = np.random.default_rng(11)
+a = (rng.standard_normal(300_000) * 0.02).astype(np.float32)
+b = (300.0 + rng.standard_normal(300_000) * 1e-3).astype(np.float32)
+cases = [(1, a), (1, np.concatenate([a, b, a[::-1]])), (11, np.concatenate([a, b]).astype(np.float64) * 1.1),
+         (6, rng.integers(-10**6, 10**6, 200_000).astype(np.int32)), (14, (a[:200_000] + 1j * a[100_000:]).astype(np.complex64))]
+out = []
+for code, v in cases:
+    data = encode(v, DTYPES[code])
+    s = compute_stats(Tensor("t", code, (v.size,), storage=BytesStorage(data), file_offset=0, length=len(data)),
+                      chunk_bytes=1 << 18, threads=2)
+    ref = np.abs(v).astype(np.float64) if code == 14 else v.astype(np.float64)
+    out.append([s.mean.hex(), s.std.hex(), float(ref.mean()), float(ref.std())])
+try:
+    import threadpoolctl  # not a dependency: where it is installed, report which kernel ran
+    arch = [i.get("architecture") for i in threadpoolctl.threadpool_info() if i.get("internal_api") == "openblas"]
+except ImportError:
+    arch = []
+print(json.dumps({"cases": out, "arch": arch}))
+"""
+
+
+def _openblas_kernels() -> list[str | None]:
+    """``OPENBLAS_CORETYPE`` values this CPU can run (None = OpenBLAS's own choice)."""
+    kernels: list[str | None] = [None]
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = next((line.split(":", 1)[1].split() for line in f if line.startswith("flags")), [])
+    except OSError:
+        return kernels
+    if {"avx2", "fma"} <= set(flags):
+        kernels.append("Haswell")
+    if {"avx512f", "avx512bw", "avx512dq", "avx512vl"} <= set(flags):
+        kernels.append("SkylakeX")
+    return kernels
+
+
+@pytest.mark.slow
+def test_figures_do_not_depend_on_the_blas_kernel():
+    """Same bits and float64-grade figures under every OpenBLAS kernel this CPU runs.
+
+    Broke where OPENBLAS_CORETYPE=Haswell is set (some of these machines set it): the mean and
+    std of float32 tensors came from float32 BLAS dots, whose rounding depends on the kernel
+    (the README's test command failed there). OPENBLAS_CORETYPE is read when numpy is
+    imported, hence one interpreter per kernel."""
+    results = {}
+    for kernel in _openblas_kernels():
+        env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_CORETYPE"}
+        if kernel is not None:
+            env["OPENBLAS_CORETYPE"] = kernel
+        proc = subprocess.run([sys.executable, "-c", _KERNEL_PROBE], env=env, capture_output=True, text=True, check=True)
+        got = json.loads(proc.stdout)
+        if kernel is not None and got["arch"]:
+            assert got["arch"] == [kernel] * len(got["arch"])  # the kernel asked for is the one that ran
+        results[kernel] = got["cases"]
+        for mean_hex, std_hex, ref_mean, ref_std in got["cases"]:
+            assert math.isclose(float.fromhex(mean_hex), ref_mean, rel_tol=1e-13), kernel
+            assert math.isclose(float.fromhex(std_hex), ref_std, rel_tol=1e-13), kernel
+    first = next(iter(results.values()))
+    assert all(r == first for r in results.values()), results
 
 
 @pytest.mark.parametrize("code,vals", [(11, [5e-324, 1e-323, 0.0]), (1, [1e-45, 3e-45, 0.0])])

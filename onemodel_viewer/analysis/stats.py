@@ -17,16 +17,19 @@ between chunks, and reports progress. Three strategies, chosen by dtype:
   bin edges. The ``bincount`` (~1.3 ns per element) is nearly all of the time.
 * **Two passes** for float32/float64, complex and 32/64-bit integers, each chunk cut
   into 1 MiB blocks so the several numpy passes over a block hit the cache. Pass 1 gives
-  everything but the histogram: per block the sum (a BLAS ``dot`` with ones), min, max,
-  zeros and the sum of squared deviations from the block's own mean, merged across blocks
-  with Chan et al.'s formula. A block whose mean² is at most 1/16 of its mean square
-  (weights centred near zero) takes ``Σx² − s²/n`` from one more ``dot``; any other block
-  (an offset) subtracts its mean first and sums the deviations. NaN/Inf are counted
-  only in blocks whose sum is not finite (a finite sum proves there are none). Pass 2
+  everything but the histogram: per block min, max (both propagate NaN, so finite ones prove
+  the block holds no NaN/Inf; only other blocks count them), zeros, and the sum and the sum
+  of squared deviations from the block's own mean, merged across blocks with Chan et al.'s
+  formula. The sums are float64 and BLAS-free (:func:`_moments`): the block converted to
+  float64 and summed by numpy's own loops, so the figures are float64-grade and the same on
+  every machine (the float32 BLAS ``dot`` calls used before accumulated in float32 in an order that depends on
+  the OpenBLAS kernel: a mean of the benchmark tensor 7e-7 off). A block whose mean² is at
+  most 1/16 of its mean square (weights centred near zero) takes ``Σx² − s²/n``; any other
+  block (an offset) subtracts its mean first and sums the deviations. Pass 2
   (needs [min, max]) only bins: ``(x − min) · 32/(max − min)`` in the data's own float
   type, cast to ``uint8``, counted with a ``bincount`` over *pairs* of bin indices. Chunks
-  go to a small thread pool (numpy releases the GIL in these loops); each worker asks
-  OpenBLAS for one thread of its own. ``histogram=False`` stops after pass 1.
+  go to a small thread pool (numpy releases the GIL in these loops). ``histogram=False``
+  stops after pass 1.
 * **Sampled histogram first** for a two-pass tensor of more than :data:`SAMPLE_MIN`
   (16 Mi) elements: right after pass 1, the same binning code (same bins over the exact
   [min, max]) counts a sample: evenly spaced 64 KiB blocks holding about one value in 32,
@@ -40,11 +43,12 @@ between chunks, and reports progress. Three strategies, chosen by dtype:
   (~0.65 ns per element over index pairs; triples, one-hot sums, ``add.at`` and 31
   comparisons were measured and are slower). Costs on the (shared) 2-core benchmark
   machine, 1 GiB of float32 (256 Mi values), against one ``numpy.sum`` of the same bytes:
-  pass 1 about 2.0–2.7x (more when other processes take the second core: on one core it
-  costs ~2.7x, each 1 MiB block being read once from memory and four more times from L2:
-  min, max, ``== 0``, ``x·x``), the sample about 5–10 ms (0.1–0.2x); every figure with the
-  sampled histogram arrived at 2.5x, 2.7x and 2.9x in three benchmark runs at load averages
-  ~1, ~1.4 and ~3; both passes (exact histogram) about 7.6–8.2x.
+  pass 1 about 3.7–4x, CPU time of both threads about 6.5–7x (each 1 MiB block read once from
+  memory, three times more as float32 from L2: min, max, ``== 0``, then converted to float64
+  and read three times: Σx, x·x, Σx²; the float64 part costs ~0.5 ns per value, as much as
+  the rest), the sample about 5–10 ms (0.1–0.2x); every figure with the sampled histogram
+  arrived at 3.97x and 4.18x in two runs at load ~0.4–0.9, over the 3x target (the float32
+  ``dot`` calls: 2.58x in the same run, but kernel-dependent and float32-grade).
 * **Strings**: lengths and previews.
 
 Semantics (pinned by ``tests/test_stats.py``):
@@ -347,48 +351,6 @@ def _pool(threads: int) -> ThreadPoolExecutor:
         return pool
 
 
-@functools.cache
-def _blas_local_threads() -> Callable[[int], int] | None:
-    """OpenBLAS's ``openblas_set_num_threads_local`` (per calling thread; returns the old value), if numpy has it.
-
-    ``np.dot`` of a block (~256K float32) goes multi-threaded inside OpenBLAS; next to our
-    own worker threads on a busy machine that costs milliseconds per call. Each worker
-    asks for one BLAS thread for itself, and restores the old value afterwards.
-    """
-    import ctypes
-    import glob
-    import os
-
-    import numpy as np
-
-    base = os.path.dirname(np.__file__)
-    for lib in glob.glob(os.path.join(base, "..", "numpy.libs", "*openblas*")) + glob.glob(os.path.join(base, ".libs", "*openblas*")):
-        try:
-            dll = ctypes.CDLL(lib)
-        except OSError:
-            continue
-        for name in ("openblas_set_num_threads_local", "scipy_openblas_set_num_threads_local64_"):
-            fn = getattr(dll, name, None)
-            if fn is not None:
-                fn.argtypes = [ctypes.c_int]
-                fn.restype = ctypes.c_int
-                return fn
-    return None
-
-
-class _OneBlasThread:
-    """Context: the calling thread's BLAS calls run on one thread."""
-
-    def __enter__(self) -> None:
-        fn = _blas_local_threads()
-        self.old = fn(1) if fn is not None else None
-
-    def __exit__(self, *exc) -> None:
-        fn = _blas_local_threads()
-        if fn is not None and self.old is not None and self.old > 0:
-            fn(self.old)
-
-
 def _buffer(dtype: "np.dtype", n: int, slot: int = 0) -> "np.ndarray":
     """A per-thread scratch array of ``n`` elements (reused between chunks; ``slot`` tells apart two of one dtype)."""
     import numpy as np
@@ -400,20 +362,6 @@ def _buffer(dtype: "np.dtype", n: int, slot: int = 0) -> "np.ndarray":
     buf = cache.get(key)
     if buf is None or buf.size < n:
         buf = cache[key] = np.empty(max(n, 1), dtype=dtype)
-    return buf[:n]
-
-
-def _ones(dtype: "np.dtype", n: int) -> "np.ndarray":
-    """A per-thread array of ``n`` ones (to sum with a BLAS dot)."""
-    import numpy as np
-
-    cache = getattr(_local, "ones", None)
-    if cache is None:
-        cache = _local.ones = {}
-    key = np.dtype(dtype).str
-    buf = cache.get(key)
-    if buf is None or buf.size < n:
-        buf = cache[key] = np.ones(max(n, 1), dtype=dtype)
     return buf[:n]
 
 
@@ -849,6 +797,45 @@ def _merge(a: tuple[int, float, float], n: int, s: float, m2: float) -> tuple[in
     return tot, ma + delta * n / tot, m2a + m2 + delta * delta * na * n / tot
 
 
+def _moments(x: "np.ndarray", peak: float) -> tuple[float, float]:
+    """(Σx, Σ(x − x̄)²) of the finite values ``x`` of one block (any real dtype), in float64, without BLAS.
+
+    ``peak`` bounds ``|x|``. The values are converted to float64 (exactly; integers beyond
+    2^53 round) and summed by numpy's own loops (``einsum``), so every figure is float64-grade
+    and the same bits whichever BLAS kernel numpy has loaded: a float32 BLAS ``dot``
+    accumulates in float32, in an order that depends on the kernel (``OPENBLAS_CORETYPE``):
+    relative errors of 1e-7 in the mean, different ones under Haswell and SkylakeX. A block
+    centred near zero (16 mean² <= the mean square) takes ``M2 = Σx² − s²/n``, which loses
+    under a tenth of a bit there; any other block subtracts its mean first (in float64). The
+    float64 passes cost about 0.5 ns per value on the 2-core benchmark machine, twice what the
+    float32 ``dot``s did (see the module docstring for the effect on the float32 benchmark).
+    """
+    import numpy as np
+
+    n = x.size
+    if x.dtype == np.float64:
+        v, t = x, _buffer(np.float64, n, 2)  # the mapping is read-only: results go to a buffer
+    else:
+        v = t = _buffer(np.float64, n, 1)
+        np.copyto(v, x, casting="unsafe")
+    s = float(np.einsum("i->", v))
+    if not math.isfinite(s):  # float64 values whose sum overflows: no mean (NaN), std inf
+        return math.nan, math.inf
+    m = s / n
+    if 16.0 * m * m <= peak * peak:  # may be centred near zero: try Σx²
+        np.multiply(v, v, out=t)
+        q = float(np.einsum("i->", t))
+        if math.isfinite(q) and 16.0 * s * s <= q * n:
+            return s, max(0.0, q - s * s / n)
+        if t is v:  # squared in place: convert again
+            np.copyto(v, x, casting="unsafe")
+    d = np.subtract(v, m, out=t)
+    sd = float(np.einsum("i->", d))
+    np.multiply(d, d, out=d)
+    dd = float(np.einsum("i->", d))
+    return n * m + sd, max(0.0, dd - sd * sd / n) if math.isfinite(dd) else math.inf
+
+
 def _two_pass_stats(tensor, raw, info: DType, count, chunks, first, cancel, progress, threads, histogram=True,
                     on_summary=None) -> TensorStats:
     import numpy as np
@@ -871,7 +858,7 @@ def _two_pass_stats(tensor, raw, info: DType, count, chunks, first, cancel, prog
         mn_at = mx_at = None  # the first block holding the chunk's min / max
         dirty = False
         agg = (0, 0.0, 0.0)
-        with np.errstate(all="ignore"), _OneBlasThread():
+        with np.errstate(all="ignore"):
             for b in _blocks(info, c):
                 bn, bs, bmn, bmx, bz, bna, bpi, bni, bd, bm2 = _pass1(b)
                 agg = _merge(agg, bn, bs, bm2)
@@ -887,68 +874,34 @@ def _two_pass_stats(tensor, raw, info: DType, count, chunks, first, cancel, prog
                         mx, mx_at = bmx, b
         return agg, mn, mx, zeros, nan, posinf, neginf, dirty, mn_at, mx_at
 
-    def centred(x: "np.ndarray", n: int, s: float) -> tuple[float, float]:
-        """(sum, sum of squared deviations from the block's own mean) of one block of finite values."""
-        if x.dtype.kind == "f":
-            # a block centred near zero (mean² <= 1/16 of the mean square): M2 = Σx² − s²/n loses
-            # under a tenth of a bit to cancellation, and the float32 sum's error (∝ the RMS)
-            # is no worse than that of the centred sum (∝ the spread); one BLAS dot instead of
-            # a subtraction and two dots
-            q = float(np.dot(x, x))
-            if math.isfinite(q) and 16.0 * s * s <= q * n:
-                return s, max(0.0, q - s * s / n)
-        if x.dtype == np.float32:
-            m = np.float32(s / n)
-            d = np.subtract(x, m, out=_buffer(np.float32, n), dtype=np.float32)
-            dd = float(np.dot(d, d))
-            sd = float(np.dot(d, _ones(d.dtype, n)))
-            if math.isfinite(dd):
-                return n * float(m) + sd, max(0.0, dd - sd * sd / n)
-        m = s / n
-        d = np.subtract(x, m, out=_buffer(np.float64, n, 2), dtype=np.float64)
-        dd = float(np.dot(d, d))
-        sd = float(np.dot(d, _ones(d.dtype, n)))
-        return n * m + sd, max(0.0, dd - sd * sd / n) if math.isfinite(dd) else math.inf
-
     def _pass1(c: _Chunk):
         x = values(c)
         n = x.size
         if is_int:
             mn, mx = int(x.min()), int(x.max())
-            s = float(x.sum(dtype=np.float64))
             zeros = int(np.count_nonzero(x == 0)) if mn <= 0 <= mx else 0
-            xf = _buffer(np.float64, n, 1)
-            np.copyto(xf, x, casting="unsafe")
-            s, m2 = centred(xf, n, s)
+            s, m2 = _moments(x, float(max(-mn, mx)))
             return n, s, mn, mx, zeros, 0, 0, 0, False, m2
-        # BLAS dot with ones: twice as fast as the pairwise np.sum on a cached block
-        s = float(np.dot(x, _ones(x.dtype, n))) if x.dtype.kind == "f" else float(np.add.reduce(x))
-        if math.isfinite(s):  # a finite sum: no NaN and no infinity in this block
-            mn, mx = float(np.minimum.reduce(x)), float(np.maximum.reduce(x))
+        mn, mx = float(np.minimum.reduce(x)), float(np.maximum.reduce(x))
+        if math.isfinite(mn) and math.isfinite(mx):  # min and max propagate NaN: no NaN, no infinity here
             zeros = 0
             if mn <= 0.0 <= mx:
                 eq = np.equal(x, 0, out=_buffer(np.bool_, n))
                 if mn == 0.0 or mx == 0.0 or eq.any():  # any() costs half a count
                     zeros = int(np.count_nonzero(eq))
-            s, m2 = centred(x, n, s)
+            s, m2 = _moments(x, max(-mn, mx))
             return n, s, mn, mx, zeros, 0, 0, 0, False, m2
         fin = np.isfinite(x)
         nf = int(np.count_nonzero(fin))
-        nan = posinf = 0
-        if nf == n:
-            f = x  # the float sum overflowed; redo it in float64
-        else:
-            nan = int(np.count_nonzero(np.isnan(x)))
-            posinf = int(np.count_nonzero(x == np.inf))
-            f = x[fin]
+        nan = int(np.count_nonzero(np.isnan(x)))
+        posinf = int(np.count_nonzero(x == np.inf))
         neginf = n - nf - nan - posinf
         if nf == 0:
             return 0, 0.0, None, None, 0, nan, posinf, neginf, True, 0.0
-        f64 = f.astype(np.float64)
-        s = float(np.add.reduce(f64))
+        f = x[fin]
         mn, mx = float(f.min()), float(f.max())
         zeros = int(np.count_nonzero(f == 0)) if mn <= 0.0 <= mx else 0
-        s, m2 = centred(f64, nf, s)
+        s, m2 = _moments(f, max(-mn, mx))
         return nf, s, mn, mx, zeros, nan, posinf, neginf, True, m2
 
     sampling = histogram is not False and count > SAMPLE_MIN
