@@ -5,8 +5,14 @@ any finding); usage errors (2) are argparse's.
 
 ``--json`` prints one JSON object per file and line::
 
-    {"file": str, "valid": bool, "problems": [{"kind", "where", "offset", "message", "rule"}],
-     "findings": [{"code", "where", "offset", "message"}]}
+    {"file": str, "valid": bool, "problems": [{"kind", "where", "offset", "message", "rule", "file"?}],
+     "findings": [{"code", "where", "offset", "message", "file"?}],
+     "files"?: [{"path", "size", "tensors", "owned", "unowned", "alignment", "shared_with"}]}
+
+A problem or finding about an ONNX weights file names it in ``file`` (its location, relative to the
+model's folder); ``files`` (ONNX files with external data) is the layout of each weights file
+(:mod:`onemodel_viewer.analysis.external_layout`), ``shared_with`` the models checked before this
+one in the same run that read the same file.
 
 ``problems[0]`` is the error strict reading raises. Output is ASCII JSON (``ensure_ascii``), so
 control characters and lone surrogates from the file stay escaped. The JSON path imports
@@ -15,8 +21,9 @@ neither rich, textual, numpy nor onnx (unless the file is ONNX).
 Without ``--json``: a readable report per file; every file-derived string goes through
 :func:`onemodel_viewer.textsafe.visible` into a ``rich.text.Text``.
 
-ONNX files are imported (diagnose mode) and checked with ``onnx.checker.check_model(path,
-full_check=True)``; a checker failure is ``InvalidModel`` at ``onnx.checker``.
+ONNX files are imported (diagnose mode) and checked with ``onnx.checker`` (with their external
+data loaded as the checker needs it: :mod:`onemodel_viewer.format.onnx_checker`); a checker failure
+is ``InvalidModel`` at ``onnx.checker``.
 """
 
 from __future__ import annotations
@@ -35,7 +42,7 @@ EXCERPT = 64
 class CheckResult:
     """One file's result (a plain class: a dataclass costs ~0.4 ms of import on the --check path)."""
 
-    __slots__ = ("file", "problems", "findings", "source")
+    __slots__ = ("file", "problems", "findings", "source", "files", "shared", "external")
 
     def __init__(self, file: str, problems: list[Problem] | None = None, findings: list[Finding] | None = None,
                  source: str = "onemodel") -> None:
@@ -43,6 +50,12 @@ class CheckResult:
         self.problems: list[Problem] = [] if problems is None else problems
         self.findings: list[Finding] = [] if findings is None else findings
         self.source = source
+        self.files: list = []
+        """ONNX: the :class:`~onemodel_viewer.analysis.external_layout.FileLayout` of each weights file."""
+        self.shared: dict[str, list[str]] = {}
+        """Weights file location -> models checked earlier in the run that read it too."""
+        self.external: dict[str, str] = {}
+        """Weights file location -> the path it resolved to (the only files an excerpt is read from)."""
 
     def __repr__(self) -> str:
         return (f"CheckResult(file={self.file!r}, problems={self.problems!r}, findings={self.findings!r}, "
@@ -60,12 +73,15 @@ class CheckResult:
     def as_json(self) -> dict:
         if self.problems:
             from ..format.spec_rules import rule_of
-        return {
+        out = {
             "file": self.file,
             "valid": self.valid,
             "problems": [dict(p.as_json(), rule=getattr(rule_of(p), "id", None)) for p in self.problems],
             "findings": [f.as_json() for f in self.findings],
         }
+        if self.files:
+            out["files"] = [dict(fl.as_json(), shared_with=self.shared.get(fl.path, [])) for fl in self.files]
+        return out
 
 
 _HELD: list = []
@@ -98,8 +114,12 @@ def check_file(path: str, keep: list | None = None) -> CheckResult:
             result.findings.extend(doc.findings)
         elif doc.source == "onnx":
             result.findings.extend(doc.findings)
+            _external(doc, result)
             if not any(p.kind == Kind.MALFORMED and p.where == "onnx" for p in doc.problems):
-                result.problems.extend(_onnx_checker(path))
+                from ..format.onnx_checker import checker_problems
+
+                external = bool(doc.external_files) or any(".external_data" in p.where for p in doc.problems)
+                result.problems.extend(checker_problems(path, external))
         else:
             from ..analysis.layout import all_findings
 
@@ -116,23 +136,29 @@ def check_file(path: str, keep: list | None = None) -> CheckResult:
     return result
 
 
-def _onnx_checker(path: str) -> list[Problem]:
+def _external(doc, result: CheckResult) -> None:
+    """The weights files' layout and findings (ONNX with external data)."""
+    if not doc.external_files:
+        return
+    from ..analysis.external_layout import external_findings, external_layout
+
+    result.files = external_layout(doc)
+    result.findings.extend(external_findings(result.files))
+    result.external = {fl.path: fl.real for fl in result.files}
+
+
+def _file_key(path: str):
     try:
-        import onnx
-        import onnx.checker
-    except ImportError as e:  # pragma: no cover - onnx is a dependency
-        return [Problem(Kind.UNSUPPORTED, "onnx", None, f"the onnx package is not available: {e}")]
-    try:
-        onnx.checker.check_model(path, full_check=True)
-    except Exception as e:  # noqa: BLE001 - ValidationError, InferenceError, DecodeError, ...
-        msg = str(e).strip() or type(e).__name__
-        return [Problem(Kind.INVALID_MODEL, "onnx.checker", None, f"{type(e).__name__}: {msg}")]
-    return []
+        st = os.stat(path)
+    except OSError:
+        return path
+    return (st.st_dev, st.st_ino)
 
 
 def run_check(files: list[str], as_json: bool = False, strict: bool = False) -> int:
     rc = 0
     console = None
+    readers: dict[object, list[tuple[str, str]]] = {}  # weights file -> (model, location) of each model reading it
     for path in files:
         # Reading a file allocates ~10^5 objects that stay alive until its report is out: the
         # cyclic GC would only walk them (measured: ~15% of a --check of an LLM-sized file).
@@ -148,6 +174,10 @@ def run_check(files: list[str], as_json: bool = False, strict: bool = False) -> 
 
                 promote_survivors()  # the held records: no gen-0 scan of them at gc.enable()
                 gc.enable()
+        for fl in result.files:
+            seen = readers.setdefault(_file_key(fl.real), [])
+            result.shared[fl.path] = [m for m, _loc in seen if m != path]
+            seen.append((path, fl.path))
         if result.problems or (strict and result.findings):
             rc = 1
         if as_json:
@@ -159,7 +189,22 @@ def run_check(files: list[str], as_json: bool = False, strict: bool = False) -> 
 
                 console = Console(highlight=False)
             console.print(render(result, strict))
+    shared = [(key, seen) for key, seen in readers.items() if len({m for m, _loc in seen}) > 1]
+    if shared and not as_json:
+        console.print(_shared_summary(shared))
     return rc
+
+
+def _shared_summary(shared):
+    from rich.text import Text
+
+    from ..textsafe import visible
+
+    out = Text("models sharing a weights file:", style="bold")
+    for _key, seen in shared:
+        out.append("\n  ")
+        out.append(", ".join(f"{visible(m, 200)} ({visible(loc, 200)})" for m, loc in seen))
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -203,14 +248,39 @@ def render(result: CheckResult, strict: bool = False):
     for i, p in enumerate(result.problems):
         rule = rule_of(p)
         parts.append(_item(result, f"{p.kind.value}", p.where, p.offset, p.message, "red", first=i == 0,
-                           rule=rule.label() if rule else None))
+                           rule=rule.label() if rule else None, file=p.file))
     for f in result.findings:
-        parts.append(_item(result, f"finding {f.code}", f.where, f.offset, f.message, "yellow", first=False))
+        parts.append(_item(result, f"finding {f.code}", f.where, f.offset, f.message, "yellow", first=False,
+                           file=f.file))
+    if result.files:
+        parts.append(_files_table(result))
     return Group(*parts)
 
 
+def _files_table(result: CheckResult):
+    """The weights files as a small table: location, size, tensors, owned, unowned, alignment."""
+    from rich.text import Text
+
+    from ..textsafe import visible
+
+    rows = [("weights file", "size", "tensors", "owned", "unowned", "alignment")]
+    for fl in result.files:
+        shared = result.shared.get(fl.path)
+        name = visible(fl.path, 200) + (f"  (also read by {', '.join(visible(m, 200) for m in shared)})" if shared else "")
+        rows.append((name, f"{fl.size:,}", f"{fl.tensors:,}", f"{fl.owned:,}", f"{fl.unowned:,}",
+                     "-" if fl.alignment is None else f"{fl.alignment:,}"))
+    widths = [max(len(r[i]) for r in rows) for i in range(1, 6)]
+    out = Text()
+    for k, r in enumerate(rows):
+        out.append("  " + "  ".join([r[i].rjust(widths[i - 1]) for i in range(1, 6)]) + "  " + r[0],
+                   style="bold" if k == 0 else "")
+        if k + 1 < len(rows):
+            out.append("\n")
+    return out
+
+
 def _item(result: CheckResult, label: str, where: str, offset: int | None, message: str, color: str, first: bool,
-          rule: str | None = None):
+          rule: str | None = None, file: str | None = None):
     from rich.console import Group
     from rich.text import Text
 
@@ -222,6 +292,9 @@ def _item(result: CheckResult, label: str, where: str, offset: int | None, messa
     line.append(visible(where, 300), style="cyan")
     if offset is not None:
         line.append(f"  offset {offset:#x} ({offset})", style="magenta")
+    if file is not None:
+        line.append("  in ")
+        line.append(visible(file, 300), style="bold magenta")
     if first and label[0].isupper():
         line.append("  [strict error]", style="dim")
     msg = Text("    ")
@@ -229,8 +302,10 @@ def _item(result: CheckResult, label: str, where: str, offset: int | None, messa
     rows = [line, msg]
     if rule:
         rows.append(Text(f"    rule: {rule}", style="dim"))
-    if offset is not None and os.path.isfile(result.file):
-        ex = _excerpt(result.file, offset)
+    # the excerpt comes from the file the offset is in; a weights file only once the importer resolved it
+    source = result.file if file is None else result.external.get(file)
+    if offset is not None and source is not None and os.path.isfile(source):
+        ex = _excerpt(source, offset)
         if ex is not None:
             rows.append(_hex(ex[0], ex[1], offset))
     return Group(*rows)

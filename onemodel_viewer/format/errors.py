@@ -46,9 +46,15 @@ class Problem:
     """File offset of the offending bytes, when there is one."""
     message: str
     """Human-readable explanation. Never parse it: use ``kind`` and ``where``."""
+    file: str | None = None
+    """The file ``offset`` is in when it is not the model's own: an ONNX external data ``location``
+    as written (relative to the model's folder). None: the model's file."""
 
     def as_json(self) -> dict:
-        return {"kind": self.kind.value, "where": self.where, "offset": self.offset, "message": self.message}
+        out = {"kind": self.kind.value, "where": self.where, "offset": self.offset, "message": self.message}
+        if self.file is not None:
+            out["file"] = self.file
+        return out
 
 
 @record
@@ -60,21 +66,27 @@ class Finding:
     where: str
     offset: int | None
     message: str
+    file: str | None = None
+    """As :attr:`Problem.file`: the external data file ``offset`` is in (None: the model's file)."""
 
     def as_json(self) -> dict:
-        return {"code": self.code, "where": self.where, "offset": self.offset, "message": self.message}
+        out = {"code": self.code, "where": self.where, "offset": self.offset, "message": self.message}
+        if self.file is not None:
+            out["file"] = self.file
+        return out
 
 
 class FormatError(Exception):
     """A format problem, raised by strict reading and by anything that reads untrusted bytes."""
 
-    def __init__(self, kind: Kind, where: str, offset: int | None, message: str) -> None:
-        super().__init__(f"{kind.value} at {where}" + (f" (offset {offset})" if offset is not None else "") + f": {message}")
-        self.problem = Problem(kind, where, offset, message)
+    def __init__(self, kind: Kind, where: str, offset: int | None, message: str, file: str | None = None) -> None:
+        at = f" (offset {offset}" + (f" in {file}" if file is not None else "") + ")" if offset is not None else ""
+        super().__init__(f"{kind.value} at {where}{at}: {message}")
+        self.problem = Problem(kind, where, offset, message, file)
 
     @classmethod
     def from_problem(cls, problem: Problem) -> "FormatError":
-        return cls(problem.kind, problem.where, problem.offset, problem.message)
+        return cls(problem.kind, problem.where, problem.offset, problem.message, problem.file)
 
     @property
     def kind(self) -> Kind:

@@ -11,11 +11,20 @@ file, after its location has been checked to stay inside the model's folder.
 Decisions (see the README format notes):
 
 * an external ``location`` that is absolute, contains ``..``, resolves
-  (symlinks included) outside the model's folder, or names a file with more
-  than one hard link is **Malformed** at
-  ``<tensor>.external_data.location`` and is never opened; a missing or
-  unreadable external file is **Io**; a range past its end is **Malformed**;
-  a length not matching dims and dtype is **InvalidModel**;
+  (symlinks included) outside the model's folder (the Hugging Face cache
+  layout excepted), names the model file itself or a file with more than one
+  hard link is **Malformed** at ``<tensor>.external_data.location`` and is
+  never opened; a missing or unreadable external file (a FIFO, a folder) is
+  **Io**; a range past its end is **Malformed** at ``.offset``; an offset or
+  length that is not plain ASCII digits is **Malformed** at ``.offset`` /
+  ``.length``; a length not matching dims and dtype is **InvalidModel**
+  (rules in :mod:`.onnx_external`); problems about a weights file carry its
+  location in ``file``;
+* a key repeated in ``external_data`` is a ``duplicate-key`` finding (the last
+  one is used, as onnx does); a ``checksum`` that is not the SHA-1 of the
+  location's file is a ``checksum-mismatch`` finding; every resolved external
+  tensor is listed in the document's ``extra``
+  (:class:`.onnx_external.ExternalFacts`) for the layout report;
 * unparseable protobuf is **Malformed** at ``onnx``;
 * fields the format cannot carry (``metadata_props`` of graphs/nodes/values,
   a value's ``doc_string``,
@@ -38,6 +47,7 @@ from .document import Document
 from .dtypes import DTYPES, STRING
 from .errors import Finding, FormatError, Kind, Problem
 from .header import MAX_COUNT
+from .onnx_external import ExternalFacts, ExternalRef, locate, parse_digits, sha1_of, unsafe_location
 from .onnx_wire import DATA_LOCATION_EXTERNAL, float_bits, strip_initializer_data
 from .schema import (
     Attribute,
@@ -61,15 +71,6 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["import_onnx", "import_proto"]
 
 
-def _unsafe_location(loc: str) -> bool:
-    if not loc or "\x00" in loc:
-        return True
-    if os.path.isabs(loc) or loc.startswith(("/", "\\")) or (len(loc) > 1 and loc[1] == ":"):
-        return True
-    parts = loc.replace("\\", "/").split("/")
-    return ".." in parts
-
-
 class _Importer:
     def __init__(self, path: str, mode: str, raw_spans=None, raw_storage=None) -> None:
         self.raw_spans: dict[int, tuple[int, int]] = raw_spans or {}
@@ -80,12 +81,20 @@ class _Importer:
         self.problems: list[Problem] = []
         self.findings: list[Finding] = []
         self.storages: dict[str, FileStorage] = {}
+        self.locations: dict[str, str] = {}
+        """Resolved path -> the location first written for it."""
+        self.refs: list[ExternalRef] = []
+        self.sha1: dict[str, str] = {}
+        self.checked: set[tuple[str, str]] = set()
 
     # -- reporting
-    def problem(self, kind: Kind, where: str, message: str, offset: int | None = None) -> None:
+    def problem(self, kind: Kind, where: str, message: str, offset: int | None = None, file: str | None = None) -> None:
         if self.strict:
-            raise FormatError(kind, where, offset, message)
-        self.problems.append(Problem(kind, where, offset, message))
+            raise FormatError(kind, where, offset, message, file)
+        self.problems.append(Problem(kind, where, offset, message, file))
+
+    def facts(self) -> ExternalFacts:
+        return ExternalFacts(tuple(self.refs), tuple((loc, full, self.storages[full].size) for full, loc in self.locations.items()))
 
     def text(self, value, where: str) -> str:
         """A protobuf string field: upb hands out ``bytes`` when the stored text is not valid UTF-8."""
@@ -249,58 +258,73 @@ class _Importer:
 
     def external(self, tp, name, dtype, dims, doc, expected: int, where: str) -> Tensor:
         empty = Tensor(name, dtype, dims, doc, where=where)
-        kv = {self.text(e.key, where + ".external_data"): self.text(e.value, where + ".external_data") for e in tp.external_data}
-        loc = kv.get("location", "")
         w = where + ".external_data"
-        if _unsafe_location(loc):
+        kv: dict[str, str] = {}
+        for i, e in enumerate(tp.external_data):
+            key, value = self.text(e.key, f"{w}[{i}].key"), self.text(e.value, f"{w}[{i}].value")
+            if key in kv:  # onnx keeps the last one; a reader that keeps the first reads other bytes
+                self.findings.append(Finding("duplicate-key", f"{w}[{i}]", None,
+                                             f"external data key {key!r} is repeated; the last value, {value!r}, is used"))
+            kv[key] = value
+        loc = kv.get("location", "")
+        if unsafe_location(loc):
             self.problem(Kind.MALFORMED, w + ".location", f"external data location {loc!r} is absolute, empty or leaves the model's folder")
             return empty
-        try:
-            offset = int(kv.get("offset", "0"))
-            length = int(kv["length"]) if "length" in kv else expected
-        except ValueError:
-            self.problem(Kind.MALFORMED, w, "external data offset/length is not an integer")
+        offset = parse_digits(kv.get("offset", "0"))
+        if offset is None:
+            self.problem(Kind.MALFORMED, w + ".offset", f"external data offset {kv['offset']!r} is not plain decimal digits")
             return empty
-        if offset < 0 or length < 0:
-            self.problem(Kind.MALFORMED, w + ".offset", "negative external data offset or length")
+        length = parse_digits(kv["length"]) if "length" in kv else expected
+        if length is None:
+            self.problem(Kind.MALFORMED, w + ".length", f"external data length {kv['length']!r} is not plain decimal digits")
             return empty
         if length != expected:
             self.problem(Kind.INVALID_MODEL, w + ".length", f"{length} bytes of external data, {expected} expected from dims and dtype")
             return empty
-        base = os.path.realpath(self.base)
-        full = os.path.realpath(os.path.join(base, loc))
-        try:
-            inside = os.path.commonpath([base, full]) == base and full != base
-        except ValueError:
-            inside = False
-        if not inside:
-            self.problem(Kind.MALFORMED, w + ".location", f"external data location {loc!r} resolves outside the model's folder")
+        full, why = locate(self.path, loc)
+        if full is None:
+            self.problem(Kind.MALFORMED, w + ".location", why, file=loc)
             return empty
         storage = self.storages.get(full)
         if storage is None:
             try:
                 st = os.stat(full)
             except OSError as e:
-                self.problem(Kind.IO, w + ".location", f"cannot open external data {loc!r}: {e.strerror or e}")
+                self.problem(Kind.IO, w + ".location", f"cannot open external data {loc!r}: {e.strerror or e}", file=loc)
                 return empty
             if not stat.S_ISREG(st.st_mode):
-                self.problem(Kind.IO, w + ".location", f"external data {loc!r} is not a regular file")
+                self.problem(Kind.IO, w + ".location", f"external data {loc!r} is not a regular file", file=loc)
                 return empty
             if st.st_nlink > 1:  # a hard link may be a way out of the folder that realpath cannot see
-                self.problem(Kind.MALFORMED, w + ".location", f"external data {loc!r} has {st.st_nlink} hard links; refused")
+                self.problem(Kind.MALFORMED, w + ".location", f"external data {loc!r} has {st.st_nlink} hard links; refused", file=loc)
                 return empty
             try:
                 storage = FileStorage(full)
             except FormatError as e:
-                self.problem(Kind.IO, w + ".location", f"cannot read external data {loc!r}: {e.message}")
+                self.problem(Kind.IO, w + ".location", f"cannot read external data {loc!r}: {e.message}", file=loc)
                 return empty
             self.storages[full] = storage
+            self.locations[full] = loc
         if offset + length > storage.size:
-            self.problem(Kind.MALFORMED, w + ".offset", f"external data range {offset}+{length} outside {loc!r} ({storage.size} bytes)", offset)
+            self.problem(Kind.MALFORMED, w + ".offset", f"external data range {offset}+{length} outside {loc!r} ({storage.size} bytes)",
+                         offset, file=loc)
             return empty
+        if "checksum" in kv:
+            self.checksum(kv["checksum"], full, loc, w)
+        self.refs.append(ExternalRef(where, name, loc, full, offset, length))
         if length == 0:
             return empty
         return Tensor(name, dtype, dims, doc, 0, length, offset, storage, where=where)
+
+    def checksum(self, want: str, full: str, loc: str, w: str) -> None:
+        """``checksum-mismatch`` when the SHA-1 of the location's file is not ``want`` (computed once per file)."""
+        have = self.sha1.get(full)
+        if have is None:
+            have = self.sha1[full] = sha1_of(full) or ""
+        if have != want.strip().lower() and (full, want) not in self.checked:
+            self.checked.add((full, want))
+            self.findings.append(Finding("checksum-mismatch", w + ".checksum", None,
+                                         f"{loc!r} has SHA-1 {have or '(unreadable)'}, the model says {want!r}", loc))
 
     def sparse(self, sp, where: str) -> SparseTensor:
         values = self.tensor(sp.values, where + ".values")
@@ -429,13 +453,18 @@ def import_proto(mp: "onnx.ModelProto", path: str = "model.onnx", mode: str = "s
     ``raw_spans`` maps a graph initializer's index to the (offset, length) of its
     raw_data in ``raw_storage`` when the proto was parsed without it.
     """
-    imp = _Importer(os.fspath(path), mode, raw_spans, raw_storage)
+    model, imp = _convert(mp, os.fspath(path), mode, raw_spans, raw_storage)
+    return model, imp.problems, imp.findings, tuple(imp.storages)
+
+
+def _convert(mp, path: str, mode: str, raw_spans, raw_storage) -> tuple[Model, "_Importer"]:
+    imp = _Importer(path, mode, raw_spans, raw_storage)
     try:
         model = imp.model(mp)
         _resolve(model, imp)
     except RecursionError as e:
         raise FormatError(Kind.UNSUPPORTED, "onnx", None, "the model is nested too deeply") from e
-    return model, imp.problems, imp.findings, tuple(imp.storages)
+    return model, imp
 
 
 def _resolve(model: Model, imp: _Importer) -> None:
@@ -494,9 +523,10 @@ def _import(path: str, mode: str) -> Document:
             raise FormatError.from_problem(problem)
         return Document(path, "onnx", size, problems=[problem])
     try:
-        model, problems, findings, external = import_proto(mp, path, mode, raw_spans=spans, raw_storage=storage)
+        model, imp = _convert(mp, path, mode, spans, storage)
     except FormatError:
         raise
     except RecursionError as e:
         raise FormatError(Kind.UNSUPPORTED, "onnx", None, "the model is nested too deeply") from e
-    return Document(path, "onnx", size, model=model, problems=problems, findings=findings, external_files=external)
+    return Document(path, "onnx", size, model=model, problems=imp.problems, findings=imp.findings,
+                    external_files=tuple(imp.storages), extra=imp.facts())
