@@ -265,8 +265,7 @@ def _as_f32(vals: np.ndarray, bits: np.ndarray, info: DType, out: np.ndarray, tm
     n = vals.size
     if info.code == 10:  # float16 by its bits: sign-extend, move the exponent and mantissa up, rescale
         t = tmp[:n]
-        np.copyto(t, bits.view(np.int16), casting="unsafe")
-        np.left_shift(t, 13, out=t)
+        np.left_shift(bits.view(np.int16), 13, out=t, dtype=np.int32)  # widened (sign-extended) in the loop
         np.bitwise_and(t, _F16_MASK, out=t)
         return np.multiply(t.view(np.float32), _F16_SCALE, out=out[:n])
     np.copyto(out[:n], vals, casting="unsafe")
@@ -454,15 +453,16 @@ def _stretch(a: Tensor, b: Tensor, start: int, end: int, cancel: threading.Event
             c1 = min(c0 + CHUNK, end)
             ca, cb = ra[c0:c1], rb[c0:c1]
             size = c1 - c0
-            if size % 8 == 0:
-                out = eq[: size // 8]
-                same = bool(np.equal(ca.view(np.uint64), cb.view(np.uint64), out=out).all())
+            if st.differing:  # known to differ: the element pass sees equal slices itself
+                same = False
+            elif size % 8 == 0:
+                same = bool(np.equal(ca.view(np.uint64), cb.view(np.uint64), out=eq[: size // 8]).all())
             else:
                 same = bool(np.array_equal(ca, cb))
-            if not same or st.differing:
-                _elements(a, b, ra, rb, c0, c1, info, st, changed=bool(st.differing) or not same)
-            else:
+            if same:
                 st.unsummed.append((c0, c1))
+            else:
+                _elements(a, b, ra, rb, c0, c1, info, st, changed=True)
             _release(a, c0, c1)
             _release(b, c0, c1)
             st.done += size
