@@ -7,6 +7,12 @@ tensor. Opening the files and computing the diff run in a thread worker; the UI
 thread only renders. ``f`` toggles "only differences", ``n``/``N`` go to the
 next/previous difference.
 
+The structure appears as soon as it is matched; tensor values are compared after it
+(two threads), each tensor's marker going from ``…`` to ``=`` or ``~`` as it is done, a
+progress line above. ``c`` cancels that comparison (the tensors not compared keep
+``…``); ``m`` lists the changed tensors by ``rel_l2`` with a bar each; a changed float
+tensor's detail shows its metrics and a histogram of b − a.
+
 :func:`make_diff_app` is the factory shared by the CLI and the tests.
 """
 
@@ -25,7 +31,7 @@ from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.widgets import Footer, Static
 
-from ..analysis.diff import ADDED, CHANGED, EQUAL, REMOVED, DiffCancelled, DiffNode, DiffResult, Difference
+from ..analysis.diff import ADDED, CHANGED, EQUAL, REMOVED, DiffCancelled, DiffNode, DiffResult, Difference, StagedDiff
 from ..format.document import Document
 from ..format.schema import Node, SparseTensor, Tensor, ValueInfo
 from .detail_pane import DetailPane
@@ -87,6 +93,8 @@ class DiffApp(App[int]):
         Binding("f", "toggle_filter", "Only differences"),
         Binding("n", "next_difference(1)", "Next diff"),
         Binding("N", "next_difference(-1)", "Prev diff", key_display="N"),
+        Binding("m", "most_changed", "Most changed"),
+        Binding("c", "cancel_weights", "Cancel"),
         Binding("tab", "focus_next", "Focus", show=False),
     ]
     """
@@ -95,7 +103,33 @@ class DiffApp(App[int]):
     | q, ctrl+c | Quit (the comparison still running is cancelled). |
     | f | Show only differences / everything. |
     | n / N | Next / previous difference. |
+    | m | Changed tensors by how much they moved (rel_l2). |
+    | c | Cancel the comparison of tensor values still running. |
     """
+
+    class StructureReady(Message):
+        """The structure is matched; tensor values are being compared next."""
+
+        def __init__(self, docs: list[Document], result: DiffResult, staged: StagedDiff) -> None:
+            super().__init__()
+            self.docs = docs
+            self.result = result
+            self.staged = staged
+
+    class Compared(Message):
+        """These tensor entries got their final status (a batch, in the order they finished)."""
+
+        def __init__(self, nodes: list[DiffNode]) -> None:
+            super().__init__()
+            self.nodes = nodes
+
+    class Histogram(Message):
+        """A histogram of b − a for one entry (``None``: none to draw)."""
+
+        def __init__(self, node: DiffNode, hist: Any) -> None:
+            super().__init__()
+            self.node = node
+            self.hist = hist
 
     class DiffReady(Message):
         """The worker finished (``result`` None and ``error`` set on failure)."""
@@ -126,6 +160,13 @@ class DiffApp(App[int]):
         self._diff_nodes: list[DiffNode] = []
         self._hex_source: dict[str, Any] = {}
         self._bytemaps: dict[str, Any] = {}
+        self._staged: StagedDiff | None = None
+        self._weights_cancelled = False
+        self._phase = "open"
+        """``open``, ``weights`` (the structure is shown, values being compared), ``done``, ``cancelled``."""
+        self._auto_cursor: DiffNode | None = None
+        """The entry the app put the cursor on (moved to the first difference again when the weights are done)."""
+        self._hists: dict[int, Any] = {}
 
     # ------------------------------------------------------------------ layout
     def compose(self) -> ComposeResult:
@@ -170,7 +211,7 @@ class DiffApp(App[int]):
     @work(thread=True, exclusive=True, group="diff")
     def _compute(self) -> None:
         from .. import format as omf
-        from ..analysis.diff import diff
+        from ..analysis.diff import staged
         from ..format.errors import FormatError
 
         docs: list[Document] = []
@@ -186,16 +227,29 @@ class DiffApp(App[int]):
             self.post_message(self.DiffReady(docs, None, f"{safe_str(path, 400)}: {type(e).__name__}: {e}"))
             return
         last = [0.0]
+        batch: list[DiffNode] = []
+
+        def flush() -> None:
+            if batch:
+                self.post_message(self.Compared(batch[:]))
+                batch.clear()
 
         def progress(done: int, total: int) -> None:
             now = time.monotonic()
             if now - last[0] > 0.1:
                 last[0] = now
+                flush()
                 self.post_message(self.Progress(done, total))
 
         try:
-            result = diff(docs[0], docs[1], cancel=self._cancel, progress=progress)
+            sd = staged(docs[0], docs[1], cancel=self._cancel)
+            self.post_message(self.StructureReady(docs, sd.structure(), sd))
+            result = sd.compare_data(cancel=self._cancel, progress=progress, on_tensor=batch.append)
+            flush()
         except DiffCancelled:
+            flush()
+            if self._weights_cancelled:
+                self.post_message(self.Progress(-1, 0))
             return
         except FormatError as e:
             self.post_message(self.DiffReady(docs, None, f"{e.kind.value} at {e.where}: {e.message}"))
@@ -205,11 +259,75 @@ class DiffApp(App[int]):
             return
         self.post_message(self.DiffReady(docs, result, None))
 
+    @property
+    def comparing(self) -> bool:
+        """Tensor values are still being compared."""
+        return self._phase == "weights"
+
     def on_diff_app_progress(self, message: "DiffApp.Progress") -> None:
-        if self.result is None and message.total:
+        status = self.query_one("#status", Static)
+        if message.done < 0:  # the comparison was cancelled (c)
+            self._phase = "cancelled"
+            left = self._staged.pending if self._staged is not None else 0
+            status.update(self._status_text("") + self._state_text() +
+                          Text(f"   weights: cancelled, {left:,} tensor{'' if left == 1 else 's'} not compared (…)",
+                               style="bold magenta"))
+        elif self.comparing and message.total:
             pct = 100 * message.done // message.total
-            self.query_one("#status", Static).update(self._status_text(
-                f"comparing… {pct}% of {human_size(message.total)}"))
+            status.update(self._status_text("") + self._state_text() +
+                          Text(f"   comparing weights… {pct}% of {human_size(message.total)} (c: cancel)", style="dim"))
+
+    def _state_text(self) -> Text:
+        """The verdict line: counts of differences so far (plurals right), equivalences applied."""
+        r = self.result
+        if r is None:
+            return Text("")
+        nodes = list(r.root.walk()) if r.root else []
+        diffs = [d for n in nodes for d in n.differences]
+        counts = {ADDED: 0, REMOVED: 0, CHANGED: 0}
+        for d in diffs:
+            counts[d.change] = counts.get(d.change, 0) + 1
+        if not diffs and self._phase != "done":
+            state = Text("no differences so far", style="bold")
+        elif r.equal:
+            state = Text("equal: the two files hold the same model", style="bold green")
+        else:
+            n = len(diffs)
+            state = Text(f"{n:,} difference{'' if n == 1 else 's'}: {counts[ADDED]} added, {counts[REMOVED]} removed, "
+                         f"{counts[CHANGED]} changed", style="bold yellow")
+        if r.equivalences:
+            k = len(r.equivalences)
+            state.append(f"   ({k} equivalence{'' if k == 1 else 's'} applied)", style="dim")
+        return state
+
+    def _collect(self) -> None:
+        r = self.result
+        self._diff_nodes = [n for n in r.root.walk() if n.status in (ADDED, REMOVED) or n.differences] \
+            if r is not None and r.root else []
+
+    def on_diff_app_structure_ready(self, message: "DiffApp.StructureReady") -> None:
+        self._staged = message.staged
+        self._phase = "weights"
+        self.on_diff_app_diff_ready(self.DiffReady(message.docs, message.result, None))
+        if message.staged.total_bytes:
+            self.on_diff_app_progress(self.Progress(0, message.staged.total_bytes))
+
+    def on_diff_app_compared(self, message: "DiffApp.Compared") -> None:
+        tree = self.query_one(DiffTree)
+        tree.refresh_entries(message.nodes)
+        self._collect()
+        cur = tree.cursor_node.data if tree.cursor_node is not None else None
+        if cur is not None and any(n is cur or self._is_below(n, cur) for n in message.nodes):
+            self._show(cur)
+
+    @staticmethod
+    def _is_below(node: DiffNode, anc: DiffNode) -> bool:
+        n = node.parent
+        while n is not None:
+            if n is anc:
+                return True
+            n = n.parent
+        return False
 
     def on_diff_app_diff_ready(self, message: "DiffApp.DiffReady") -> None:
         self.docs = message.docs
@@ -220,27 +338,33 @@ class DiffApp(App[int]):
             return
         r = message.result
         assert r is not None
+        first_time = self.result is None
+        if not first_time or self._phase == "open":
+            self._phase = "done"
         self.result = r
-        self._diff_nodes = [n for n in r.root.walk() if n.status in (ADDED, REMOVED) or n.differences] if r.root else []
-        counts = {ADDED: 0, REMOVED: 0, CHANGED: 0}
-        for d in r.differences:
-            counts[d.change] = counts.get(d.change, 0) + 1
-        if r.equal:
-            state = Text("equal: the two files hold the same model", style="bold green")
-        else:
-            state = Text(f"{len(r.differences):,} differences: {counts[ADDED]} added, {counts[REMOVED]} removed, "
-                         f"{counts[CHANGED]} changed", style="bold yellow")
-        if r.equivalences:
-            state.append(f"   ({len(r.equivalences)} equivalences applied)", style="dim")
-        status.update(self._status_text("") + state)
+        self._collect()
+        status.update(self._status_text("") + self._state_text())
+        tree = self.query_one(DiffTree)
+        if not first_time:  # the weights are done: every entry has its final status
+            tree.refresh_entries(n for n in r.root.walk() if not n.children) if r.root else None
+            if tree.only_differences:
+                tree.set_only_differences(True)
+            cur = tree.cursor_node.data if tree.cursor_node is not None else None
+            if self._diff_nodes and (cur is None or cur is self._auto_cursor):
+                self._auto_cursor = self._diff_nodes[0]
+                tree.reveal(self._diff_nodes[0])
+                self._show(self._diff_nodes[0])
+            elif cur is not None:
+                self._show(cur)
+            return
         from .bytemap import ByteMap
 
         for side, doc, hid in (("a", self.docs[0], "#hex-a"), ("b", self.docs[1], "#hex-b")):
             if doc.storage is not None and doc.source == "onemodel":
                 self._bytemaps[side] = ByteMap(doc)
                 self._set_hex_source(side, hid, doc.storage)
-        tree = self.query_one(DiffTree)
         tree.set_root(r.root)
+        self._auto_cursor = self._diff_nodes[0] if self._diff_nodes else None
         if self._diff_nodes:
             tree.reveal(self._diff_nodes[0])
         self._show(self._diff_nodes[0] if self._diff_nodes else None)
@@ -313,9 +437,53 @@ class DiffApp(App[int]):
                     v = det[k]
                     t.append(f"; {k.replace('_', ' ')} " + (f"{v:.6g}" if isinstance(v, float) else str(v)))
             out.append((t, None))
+            if "rel_l2" in det:
+                m = Text("    rel_l2 ", style="bold") + Text(_num(det["rel_l2"]))
+                for k, label in (("cosine", "cosine"), ("mean_abs", "mean |b−a|")):
+                    m.append(f"   {label} ", style="bold")
+                    m.append(_num(det[k], ".9g" if k == "cosine" else ".6g"))
+                if det.get("nonfinite"):
+                    m.append(f"   {det['nonfinite']:,} non-finite pairs (left out)", style="magenta")
+                out.append((m, None))
+                out.extend(self._histogram_lines(dn))
         elif det.get("order"):
             out.append((Text("    same entries, different order"), None))
         return out
+
+    def _histogram_lines(self, dn: DiffNode) -> list[tuple[Text, Any]]:
+        """b − a as a one-line histogram (computed in a worker on first display)."""
+        if id(dn) not in self._hists:
+            self._hists[id(dn)] = "pending"
+            self._histogram(dn)
+        h = self._hists[id(dn)]
+        if h == "pending":
+            return [(Text("    b − a  counting…", style="dim"), None)]
+        if h is None:
+            return []
+        counts, lo, hi, n = h
+        top = max(int(counts.max()), 1)
+        blocks = " ▁▂▃▄▅▆▇█"
+        spark = "".join(blocks[0 if c == 0 else max(1, round(8 * c / top))] for c in counts)
+        t = Text("    b − a  ", style="bold") + Text(f"{lo:.3g} ", style="dim") + Text(spark, style="cyan")
+        t.append(f" {hi:.3g}", style="dim")
+        t.append(f"   ({n:,} pairs{'' if n >= dn.a.count else ', evenly spaced sample'})", style="dim")
+        return [(t, None)]
+
+    @work(thread=True, exclusive=True, group="histogram")
+    def _histogram(self, dn: DiffNode) -> None:
+        from ..analysis.diff_tensors import delta_histogram
+
+        try:
+            h = delta_histogram(dn.a, dn.b, cancel=self._cancel)
+        except Exception:  # noqa: BLE001 - a file changed on disk, cancelled...: no histogram
+            h = None
+        self.post_message(self.Histogram(dn, h))
+
+    def on_diff_app_histogram(self, message: "DiffApp.Histogram") -> None:
+        self._hists[id(message.node)] = message.hist
+        tree = self.query_one(DiffTree)
+        if tree.cursor_node is not None and tree.cursor_node.data is message.node:
+            self._show(message.node)
 
     def _jump_hex(self, dn: DiffNode) -> None:
         """Point both hex panes at the bytes of the selected entry (first differing bytes when known)."""
@@ -347,6 +515,24 @@ class DiffApp(App[int]):
         tree.set_only_differences(not tree.only_differences)
         self.notify("only differences" if tree.only_differences else "all entries", timeout=1.5)
 
+    def action_cancel_weights(self) -> None:
+        if self.comparing:
+            self._weights_cancelled = True
+            self._cancel.set()
+
+    def action_most_changed(self) -> None:
+        from .most_changed import MostChanged
+
+        if self.result is None or self.result.root is None:
+            return
+        pending = self._staged.pending if self._staged is not None else 0
+
+        def chosen(dn: DiffNode | None) -> None:
+            if dn is not None and self.query_one(DiffTree).reveal(dn):
+                self._show(dn)
+
+        self.push_screen(MostChanged(list(self.result.root.walk()), pending), chosen)
+
     def action_next_difference(self, step: int) -> None:
         if not self._diff_nodes:
             return
@@ -363,6 +549,12 @@ class DiffApp(App[int]):
         target = self._diff_nodes[i]
         if tree.reveal(target):
             self._show(target)
+
+
+def _num(v: Any, fmt: str = ".6g") -> str:
+    if v is None:
+        return "—"
+    return format(v, fmt) if isinstance(v, (int, float)) else str(v)
 
 
 def make_diff_app(a: str | Document, b: str | Document) -> DiffApp:

@@ -18,6 +18,9 @@ from .safe import safe_str, safe_text
 MARKERS = {EQUAL: ("=", "dim"), ADDED: ("+", "green"), REMOVED: ("-", "red"), CHANGED: ("~", "yellow")}
 """Marker character and style per status."""
 
+PENDING = ("…", "dim")
+"""Marker of a tensor whose values are still being compared (or were not, after a cancel)."""
+
 
 _LISTS = (tuple, list, NodeList)
 """What a group entry holds (a reader's graph nodes are a NodeList)."""
@@ -50,7 +53,7 @@ def describe(dn: DiffNode) -> str:
 
 
 def label_for(dn: DiffNode) -> Text:
-    mark, style = MARKERS.get(dn.status, ("?", ""))
+    mark, style = PENDING if dn.pending and dn.status == EQUAL else MARKERS.get(dn.status, ("?", ""))
     t = Text(mark + " ", style=style + " bold")
     t.append_text(safe_text(dn.label, style="" if dn.status == EQUAL else style))
     extra = describe(dn)
@@ -94,6 +97,18 @@ class DiffTree(Tree[DiffNode]):
                 for c in n.children:
                     self._up[id(c)] = n
         self._rebuild()
+
+    def refresh_entries(self, entries) -> None:
+        """Relabel ``entries`` and their ancestors (their status changed: a tensor's values were compared)."""
+        seen: set[int] = set()
+        for dn in entries:
+            n = dn
+            while n is not None and id(n) not in seen:
+                seen.add(id(n))
+                node = self._node_of.get(id(n))
+                if node is not None:
+                    node.set_label(label_for(n))
+                n = self._up.get(id(n))
 
     def set_only_differences(self, on: bool) -> None:
         self.only_differences = on
