@@ -41,11 +41,49 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--top", type=int, metavar="N", default=None,
                    help="--diff --summary: list the N most-changed tensors (default 20)")
     p.add_argument("--strict", action="store_true", help="--check: findings count as failures too")
+    ex = p.add_argument_group("--export external data")
+    ex.add_argument("--external-data", nargs="?", const="", default=None, metavar="LOCATION",
+                    help="weights to LOCATION (default DST.data, relative to DST's folder; give it as --external-data=LOC)")
+    ex.add_argument("--size-threshold", metavar="BYTES", default=None, help="tensors of at least BYTES go external (default 1024)")
+    ex.add_argument("--align", metavar="N", default=None, help="every external offset a multiple of N, a power of two (default 4096)")
+    ex.add_argument("--max-file-size", metavar="SIZE", default=None,
+                    help="split weights over LOCATION, LOCATION.1... each at most SIZE (1MiB, 2G...) unless one tensor is larger")
+    ex.add_argument("--keep-external", action="store_true",
+                    help="tensors already external in an .onnx SRC keep pointing at their files; the others go to DST.data")
     p.add_argument("files", nargs="*", metavar="FILE")
     from . import __version__
 
     p.add_argument("--version", action="version", version=f"onemodel-view {__version__}")
     return p
+
+
+def _export_options(parser, args):
+    """The ExternalOptions the --export flags ask for (None: none given); usage errors are argparse's."""
+    given = [f for f, v in (("--external-data", args.external_data), ("--size-threshold", args.size_threshold),
+                            ("--align", args.align), ("--max-file-size", args.max_file_size)) if v is not None]
+    if args.keep_external:
+        given.append("--keep-external")
+    if not given:
+        return None
+    if not args.export:
+        parser.error(f"{given[0]} goes with --export")
+    from .format.onnx_weights import ExternalOptions, parse_size
+
+    def size(flag: str, text: str | None, default):
+        if text is None:
+            return default
+        try:
+            return parse_size(text)
+        except ValueError as e:
+            parser.error(f"{flag}: {e}")
+
+    align = size("--align", args.align, 4096)
+    if align < 1 or align & (align - 1):
+        parser.error(f"--align: {align} is not a power of two")
+    limit = size("--max-file-size", args.max_file_size, None)
+    if limit is not None and limit < 1:
+        parser.error("--max-file-size must be at least 1 byte")
+    return ExternalOptions(args.external_data or None, size("--size-threshold", args.size_threshold, 1024), align, limit)
 
 
 _one_shot = False
@@ -78,6 +116,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--top needs a count of 0 or more")
     if args.strict and not args.check:
         parser.error("--strict goes with --check")
+    export_options = _export_options(parser, args)
 
     try:
         if args.check:
@@ -94,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
             need(2, "--export needs SRC.onemodel DST.onnx")
             from .commands.convert import run_export
 
-            return run_export(files[0], files[1])
+            return run_export(files[0], files[1], export_options, keep_external=args.keep_external)
         if args.patch:
             if len(files) < 3:
                 parser.error("--patch needs IN OUT EDIT...")

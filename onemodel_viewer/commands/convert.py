@@ -93,15 +93,30 @@ def run_convert(src: str, dst: str) -> int:
     return _run(src, dst, action)
 
 
-def run_export(src: str, dst: str) -> int:
-    """Write SRC (OneModel or ONNX) as an ONNX file DST (weights over 2 GB go to DST.data). 0 ok, 1 error.
+def run_export(src: str, dst: str, options=None, keep_external: bool = False) -> int:
+    """Write SRC (OneModel, ONNX or ORT) as an ONNX file DST. 0 ok, 1 error.
 
+    Weights go to external data as ``options`` (:class:`~..format.onnx_weights.ExternalOptions`:
+    ``--external-data``, ``--size-threshold``, ``--align``, ``--max-file-size``) say, or, without
+    options, to DST.data when they exceed protobuf's 2 GB. ``keep_external``: tensors already
+    external in an ONNX SRC keep pointing at their files (no byte copied), the others go to the
+    options' location. An ONNX SRC with external data is re-aligned streaming (a few chunks in memory).
     A model the ONNX file could not hold readably (nested deeper than protobuf decodes) is refused before
     anything is written: Unsupported at its deepest path (``onnx_export.proto_depth``).
     """
     from ..format import onnx_export
 
     def action(doc, out):
-        onnx_export.export_onnx(doc.model, out, sources=[src, *doc.external_files])
+        opts = options
+        if keep_external:
+            from ..format.onnx_external import ExternalFacts
+            from ..format.onnx_weights import ExternalOptions, keep_locations
+            from ..format.schema import all_tensors
+
+            opts = opts if opts is not None else ExternalOptions()
+            facts = doc.extra if isinstance(doc.extra, ExternalFacts) else ExternalFacts()
+            opts = ExternalOptions(opts.location, opts.threshold, opts.align, opts.max_file_size,
+                                   keep_locations(facts.refs, all_tensors(doc.model), src, out))
+        onnx_export.export_onnx(doc.model, out, sources=[src, *doc.external_files], options=opts)
 
     return _run(src, dst, action)

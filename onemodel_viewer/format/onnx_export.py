@@ -40,6 +40,8 @@ from .schema import (
 if TYPE_CHECKING:  # pragma: no cover
     import onnx
 
+    from .onnx_weights import ExternalOptions
+
 __all__ = ["model_to_proto", "export_onnx", "proto_depth", "PROTO_LIMIT", "PROTO_DEPTH_LIMIT", "EXTERNAL_THRESHOLD"]
 
 PROTO_LIMIT = 2_000_000_000
@@ -332,17 +334,23 @@ def model_to_proto(model: Model, *, external: dict[int, tuple[str, int, int]] | 
     return mp
 
 
-def export_onnx(model: Model, path: str | os.PathLike, *, sources: Iterable[str] = (), external: bool | None = None) -> None:
-    """Write ``model`` as an ONNX file at ``path`` (temporary file + rename).
+def export_onnx(model: Model, path: str | os.PathLike, *, sources: Iterable[str] = (), external: bool | None = None,
+                options: "ExternalOptions | None" = None) -> list[str]:
+    """Write ``model`` as an ONNX file at ``path`` (temporary files + rename); the weights files written.
 
-    When the tensors' bytes exceed :data:`PROTO_LIMIT` (or ``external=True``),
-    every tensor of at least :data:`EXTERNAL_THRESHOLD` bytes is streamed into
-    ``<path>.data`` beside it (64-byte aligned) and referenced as external data.
-    Refuses a destination (or its ``.data``) that is a file the model reads, and
+    With ``options`` (:class:`.onnx_weights.ExternalOptions`: ``--external-data``, ``--align``,
+    ``--max-file-size``, ``--keep-external``) the weights are laid out as they say. Without them,
+    when the tensors' bytes exceed :data:`PROTO_LIMIT` (or ``external=True``), every tensor of at
+    least :data:`EXTERNAL_THRESHOLD` bytes is streamed into ``<path>.data`` beside it (64-byte
+    aligned) and referenced as external data.
+    Refuses a destination (or a weights file) that is a file the model reads, and
     a model nested deeper than protobuf decodes (:func:`proto_depth` over
     :data:`PROTO_DEPTH_LIMIT`: Unsupported), before anything is written.
     """
+    from contextlib import ExitStack
+
     from . import writer
+    from .onnx_weights import ExternalOptions, plan, write_weights
 
     dst = os.fspath(path)
     srcs = set(sources) | writer.model_sources(model)
@@ -350,14 +358,14 @@ def export_onnx(model: Model, path: str | os.PathLike, *, sources: Iterable[str]
     for t in tensors:
         if t.length and (t.storage is None or t.file_offset is None):
             raise FormatError(Kind.INVALID_MODEL, t.where, None, "tensor has no bytes")
-    total = sum(t.length for t in tensors)
-    if external is None:
-        external = total > PROTO_LIMIT
-    data_path = dst + ".data"
     writer.refuse_sources(dst, srcs)
-    if external and not any(t.length >= EXTERNAL_THRESHOLD for t in tensors):
-        external = False  # nothing big enough to move: no empty .data file
-    if not external:
+    if options is None:
+        if external is None:
+            external = sum(t.length for t in tensors) > PROTO_LIMIT
+        if external and not any(t.length >= EXTERNAL_THRESHOLD for t in tensors):
+            external = False  # nothing big enough to move: no empty .data file
+        options = ExternalOptions(threshold=EXTERNAL_THRESHOLD, align=64) if external else None
+    if options is None:
         _refuse_too_deep(model)
         fds = writer.SourceFds()
         try:
@@ -365,18 +373,15 @@ def export_onnx(model: Model, path: str | os.PathLike, *, sources: Iterable[str]
                 _stream_inline(model, f, fds)
         finally:
             fds.close()
-        return
-    writer.refuse_sources(data_path, srcs)
-    location = os.path.basename(data_path)
-    ext: dict[int, tuple[str, int, int]] = {}
-    order: list[Tensor] = []
-    cursor = 0
+        return []
+    unique, seen = [], set()
     for t in tensors:
-        if t.length >= EXTERNAL_THRESHOLD and id(t) not in ext:
-            off = (cursor + 63) // 64 * 64
-            ext[id(t)] = (location, off, t.length)
-            order.append(t)
-            cursor = off + t.length
+        if id(t) not in seen:
+            seen.add(id(t))
+            unique.append(t)
+    ext, files = plan(unique, dst, options)
+    for wf in files:
+        writer.refuse_sources(wf.path, srcs)
     _refuse_too_deep(model, ext)
     mp = model_to_proto(model, external=ext)
     try:
@@ -386,25 +391,13 @@ def export_onnx(model: Model, path: str | os.PathLike, *, sources: Iterable[str]
     del mp
     fds = writer.SourceFds()
     try:
-        with writer.atomic_output(dst) as fm:
-            with writer.atomic_output(data_path) as fd:
-                pos = 0
-                for t in order:
-                    off = ext[id(t)][1]
-                    if off > pos:
-                        writer.write_all(fd, bytes(off - pos))
-                    writer.copy_storage_range(fd, t.storage, t.file_offset, t.length, fds)  # type: ignore[arg-type]
-                    pos = off + t.length
-            try:
-                writer.write_all(fm, blob)
-            except BaseException:
-                try:
-                    os.unlink(data_path)
-                except OSError:
-                    pass
-                raise
+        with ExitStack() as stack:
+            fm = stack.enter_context(writer.atomic_output(dst))  # renamed last, after every weights file
+            write_weights(stack, files, fds)
+            writer.write_all(fm, blob)
     finally:
         fds.close()
+    return [wf.path for wf in files]
 
 
 def _stream_inline(model: Model, f, fds) -> None:
