@@ -39,7 +39,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..format.dtypes import DTYPES, DType
+from ..format.dtypes import DTYPES, DType, decode
 from ..format.schema import Tensor
 from .diff_result import DiffCancelled
 
@@ -201,31 +201,15 @@ def _element_text(arr: np.ndarray, info: DType) -> str:
     return str(int(v))
 
 
-def _codes(raw: np.ndarray, bits: int, count: int) -> np.ndarray:
-    """Sub-byte elements as one uint8 code each (ONNX raw_data packing, low bits first)."""
-    if bits == 4:
-        out = np.empty(raw.size * 2, dtype=np.uint8)
-        out[0::2] = raw & 0x0F
-        out[1::2] = raw >> 4
-        return out[:count]
-    if bits == 2:
-        out = np.empty(raw.size * 4, dtype=np.uint8)
-        for i in range(4):
-            out[i::4] = (raw >> (2 * i)) & 0x03
-        return out[:count]
-    unpacked = np.unpackbits(raw, bitorder="little")[: count * bits].reshape(count, bits)
-    return np.packbits(unpacked, axis=1, bitorder="little").reshape(count)
-
-
 _UINT = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
 
 
 def _bit_view(raw: np.ndarray, info: DType, n: int) -> tuple[np.ndarray, np.ndarray]:
     """(one integer per element for bitwise comparison, the decoded elements) of a byte slice."""
     bits = info.bits
-    if bits < 8:
-        codes = _codes(raw, bits, n)
-        return codes, codes.view(info.numpy)
+    if bits < 8:  # unpacked by the dtype table, one code per element
+        vals = decode(raw, info, n)
+        return vals.view(np.uint8), vals
     if bits == 128:
         return raw.view(np.uint64).reshape(-1, 2), raw.view(info.numpy)
     return raw.view(_UINT[bits]), raw.view(info.numpy)
