@@ -127,11 +127,11 @@ def test_depth_limit_exact_at_any_call_depth_and_never_recursionerror():
         except FormatError as e:
             return e.kind
 
-    for k in (0, 50, 400):
+    for k in (0, 50, 300, 400, limit - 60):
         assert at(k, 1024) == "ok"
         assert at(k, 1025) == Kind.UNSUPPORTED
     assert at(0, 100_000) == Kind.UNSUPPORTED
-    assert sys.getrecursionlimit() == limit, "the recursion limit is restored"
+    assert sys.getrecursionlimit() == limit, "the recursion limit is left alone"
 
 
 def test_depth_in_a_model_file(tmp_path):
@@ -450,4 +450,6 @@ def test_scans_of_broken_json_stay_linear():
 def test_bracket_walk_skips_strings_and_stops_at_an_unterminated_one():
     assert list(M._brackets('[{"]": "\\"["}, ["x\\\\"]]', 0)) == [(0, "["), (1, "{"), (12, "}"), (15, "["), (21, "]"), (22, "]")]
     assert list(M._brackets(b'[1, "ab\\"c', 0)) == [(0, b"[")]
-    assert M._max_depth('[[["x"]]]') == (3, -1)
+    assert list(M._brackets(memoryview(b'{"[":[]}'), 0)) == [(0, b"{"), (5, b"["), (6, b"]"), (7, b"}")]
+    assert M._first_too_deep(b'[[["x"]]]') == -1
+    assert M._first_too_deep(b"[" * 1025) == 1024 and M._first_too_deep(b"[" * 1025, 1024) == -1

@@ -1,28 +1,35 @@
 """The JSON manifest (spec section 1.2): strict parsing, and finding a value's bytes by manifest path.
 
-:func:`parse` turns the manifest bytes into Python values with stdlib ``json`` and enforces what
-``json`` does not:
+:func:`parse` turns the manifest bytes (``bytes`` or a ``memoryview``: nothing is copied or
+decoded) into Python values with ``orjson``, which itself enforces what section 1.2 and
+CLARIFICATIONS.md ask: valid UTF-8 (encoded surrogates included), no byte-order mark, no lone
+surrogate escape (``"\\ud800"``), no ``NaN`` / ``Infinity``, nothing after the top-level value,
+and at most 1024 JSON levels, exactly (its own counter: no recursion limit, no process-wide
+setting, the same on every Python and in every thread; checked when orjson is first imported).
+Integers stay exact ``int`` from -2^63 to 2^64 - 1; beyond that orjson gives a ``float``, which
+an integer field reports like any float (the schema builder takes only ``type(v) is int``, then
+checks the int64 range); ``1.0`` / ``1e3`` are ``float`` too. A manifest whose first byte after
+whitespace is not ``{`` is not a JSON object whatever follows, and is not parsed at all.
 
-* no byte-order mark, valid UTF-8 (encoded surrogates included: Python's codec rejects them);
-* no lone surrogate escapes (``"\\ud800"``): a cheap byte scan, then a walk only if it hits;
-* no ``NaN`` / ``Infinity`` literals (``parse_constant``);
-* nesting of at most 1024 JSON levels, exactly: the C scanner counts one recursion level per
-  array/object, so for the duration of the call the recursion limit is set so that, from the
-  parsing frame, a 1024-deep probe parses and a 1025-deep one fails (two tiny probe parses per
-  call, ~0.15 ms; the frame count alone is not exact because C calls in the stack count too).
-  Deeper input raises ``RecursionError`` inside the scanner, which becomes ``Unsupported`` at
-  ``manifest``. No RecursionError escapes, whatever the caller's stack depth.
-* duplicate keys are detected with ``object_pairs_hook`` and returned (they are findings, not
-  problems; JSON's last value wins, as in every parser measured). ``duplicates=False`` skips
-  the hook (~13% of a whole open).
+Only when orjson refuses the bytes is more read, to report what the standard-library parser
+reported before (kinds, ``where``, offsets and messages; orjson's positions count characters and
+its messages vary between versions): a UTF-8 check in 1 MiB chunks, the bracket walk for the
+depth limit, and for a syntax error the standard-library scanner over a bounded prefix (from the
+start to 64 KiB past orjson's position, at most ``_EXPLAIN_CAP`` bytes; beyond that, orjson's
+message at its position). Where the standard library accepts what orjson refuses (a lone
+surrogate escape, a number beyond a double such as ``1e400``), it parses the whole manifest, as
+before: a number field then reports such a number at its own path.
 
-Integer exactness is the schema builder's job: ``json`` keeps integers exact (``int``) and gives
-``1.0`` / ``1e3`` as ``float``, so a required integer is checked with ``type(v) is int``.
+Duplicate keys are findings, not problems (JSON's last value wins, as in orjson and every parser
+measured). orjson keeps the last value silently, so ``duplicates=True`` first proves there are
+none cheaply (the ``:`` orjson writes for the value against the manifest's own), and only when
+that fails walks the bytes (:func:`_duplicate_keys`, linear, no recursion).
 
 Problems: kind ``Malformed`` at ``manifest`` (offset: manifest offset + byte position of the
 error) for BOM, invalid UTF-8, invalid JSON, NaN/Infinity, a top level that is not an object;
-``Malformed`` at the string's manifest path for a lone surrogate; ``Unsupported`` at ``manifest``
-for nesting deeper than 1024 levels (offset of the 1025th opening bracket).
+``Malformed`` at the string's manifest path for a lone surrogate (a key's: at its object);
+``Unsupported`` at ``manifest`` for nesting deeper than 1024 levels (offset of the 1025th
+opening bracket).
 
 :func:`locate` walks the raw bytes to the value at a manifest path (``manifest.graph.nodes[3]``),
 skipping sibling values with the C scanner (or, for bytes that are not UTF-8, a forward-only
@@ -33,9 +40,9 @@ uses it to highlight a record's bytes; keep one :class:`Locator` per manifest fo
 
 from __future__ import annotations
 
+import codecs
 import json
 import re
-import sys
 import time
 from typing import Callable
 from itertools import accumulate as _accumulate
@@ -50,6 +57,36 @@ MAX_DEPTH = 1024
 """Deepest JSON nesting accepted (arrays and objects; the top-level object is level 1)."""
 
 _BOM = b"\xef\xbb\xbf"
+
+
+def _orjson_stops_at_max_depth(orjson) -> bool:
+    """orjson 3.9.15 and later refuse exactly the 1025th level (3.9.14 had no limit at all)."""
+    try:
+        orjson.loads(b"[" * MAX_DEPTH + b"]" * MAX_DEPTH)
+    except orjson.JSONDecodeError:
+        return False
+    try:
+        orjson.loads(b"[" * (MAX_DEPTH + 1) + b"]" * (MAX_DEPTH + 1))
+    except orjson.JSONDecodeError:
+        return True
+    return False
+
+
+_ORJSON = None
+
+
+def _orjson():
+    """The orjson module, imported (and its depth limit checked) on first use: importing it brings
+    dataclasses, inspect, uuid and datetime (~8 ms), which a process that parses no manifest
+    (``--check`` of an ONNX file, ``--help``) does not pay."""
+    global _ORJSON
+    if _ORJSON is None:
+        import orjson
+
+        if not _orjson_stops_at_max_depth(orjson):  # pragma: no cover - pyproject requires orjson>=3.9.15
+            raise ImportError(f"orjson {orjson.__version__} does not stop at {MAX_DEPTH} JSON levels; install orjson>=3.9.15")
+        _ORJSON = orjson
+    return _ORJSON
 
 
 class _LazyRe:
@@ -79,62 +116,80 @@ def _reject_constant(name: str):
 class Parsed:
     """A parsed manifest: the top-level object and the objects that had duplicate keys."""
 
-    __slots__ = ("value", "duplicates", "text", "checked_duplicates")
+    __slots__ = ("value", "duplicates", "checked_duplicates")
 
-    def __init__(self, value: dict, duplicates: list, text: str, checked_duplicates: bool = True) -> None:
+    def __init__(self, value: dict, duplicates: list, checked_duplicates: bool = True) -> None:
         self.value = value
         self.duplicates = duplicates
-        """``[(dict, [key, ...]), ...]``: each object that repeated a key, and the repeated keys."""
-        self.text = text
+        """``[(dict, [key, ...]), ...]``: each object of ``value`` that repeated a key, and the repeated keys."""
         self.checked_duplicates = checked_duplicates
         """Whether ``duplicates`` was detected (``parse(duplicates=False)`` leaves it empty, unknown)."""
 
 
 # ---------------------------------------------------------------------------------------------
-# depth limit
+# bytes without copies: UTF-8 and character positions in bounded chunks
+
+_CHUNK = 1 << 20
 
 
-def _frame_depth() -> int:
-    f = sys._getframe(1)
-    n = 0
-    while f is not None:
-        n += 1
-        f = f.f_back
+def _utf8_error(data) -> tuple[int, str] | None:
+    """(byte offset, reason) of the first invalid UTF-8 in ``data``, or None; decodes 1 MiB at a time."""
+    with memoryview(data) as mv:
+        n = len(mv)
+        pos = 0
+        while pos < n:
+            end = min(n, pos + _CHUNK)
+            try:
+                _s, used = codecs.utf_8_decode(mv[pos:end], "strict", end == n)
+            except UnicodeDecodeError as e:
+                return pos + e.start, e.reason
+            pos += used
+    return None
+
+
+def _byte_offset(data, chars: int) -> int:
+    """Byte offset of character ``chars`` of valid UTF-8 ``data`` (orjson counts characters)."""
+    with memoryview(data) as mv:
+        n = len(mv)
+        pos = 0
+        while pos < n:
+            s, used = codecs.utf_8_decode(mv[pos : pos + _CHUNK], "strict", False)
+            if len(s) >= chars:
+                return pos + len(s[:chars].encode("utf-8"))
+            chars -= len(s)
+            pos += used
+            if not used:  # pragma: no cover - valid UTF-8 always decodes some of a 1 MiB chunk
+                break
     return n
 
 
-_EXTRA = 1
-"""Recursion levels the scanner needs beyond frame depth + JSON depth (re-verified on each parse)."""
-_PROBE_OK = "[" * MAX_DEPTH + "]" * MAX_DEPTH
-_PROBE_DEEP = "[" * (MAX_DEPTH + 1) + "]" * (MAX_DEPTH + 1)
+# ---------------------------------------------------------------------------------------------
+# brackets (the depth problem's offset, and the Locator's background scans)
+
+_BRACKET_BYTES = {0x5B: b"[", 0x5D: b"]", 0x7B: b"{", 0x7D: b"}"}
 
 
-def _scan_at(scan, text: str, idx: int):
-    """Run the scanner; probes and the real parse go through here so they run at the same depth."""
-    return scan(text, idx)
+def _brackets(data, pos: int, end: int | None = None):
+    """(index, bracket) of each ``[``, ``]``, ``{``, ``}`` outside strings in ``data[pos:end]``, in order.
 
-
-def _brackets(data, pos: int):
-    """(index, bracket) of each ``[``, ``]``, ``{``, ``}`` outside strings from ``pos`` on, in order.
-
-    ``data`` is ``str`` or ``bytes`` (brackets then come as ``str``/``bytes`` of length 1). Strings
+    ``data`` is ``str`` or bytes-like (brackets then come as ``str``/``bytes`` of length 1). Strings
     are skipped whole by a regex; the walk stops at an unterminated string. Linear: a ``finditer``
     with a string alternative re-tried the string at every later escaped quote after an
     unterminated one (quadratic: ~10 s for a 100 KB hostile tail; found in review).
     """
-    if isinstance(data, bytes):
-        find, quote = _TO_BRACKET_B.match, b'"'
-    else:
-        find, quote = _TO_BRACKET.match, '"'
+    text = isinstance(data, str)
+    find = _TO_BRACKET.match if text else _TO_BRACKET_B.match
+    if end is None:
+        end = len(data)
     while True:
-        m = find(data, pos)
+        m = find(data, pos, end)
         if m is None:
             return
         i = m.end() - 1
-        c = data[i : i + 1]
-        if c == quote:
+        c = data[i]
+        if c == '"' or c == 0x22:
             return  # the quote of an unterminated string (whole strings are consumed by the match)
-        yield i, c
+        yield i, (c if text else _BRACKET_BYTES[c])
         pos = i + 1
 
 
@@ -162,129 +217,185 @@ def _container_end(data, pos: int, every=None) -> int:
     return -1
 
 
-def _max_depth(text: str) -> tuple[int, int]:
-    """(maximum nesting depth, character index of the first bracket past MAX_DEPTH or -1). Slow path."""
-    depth = best = 0
-    where = -1
-    for i, c in _brackets(text, 0):
-        if c == "[" or c == "{":
+def _first_too_deep(data, end: int | None = None) -> int:
+    """Index of the first bracket in ``data[:end]`` that opens level MAX_DEPTH + 1, or -1."""
+    depth = 0
+    for i, c in _brackets(data, 0, end):
+        if c == b"[" or c == b"{" or c == "[" or c == "{":
             depth += 1
-            if depth > best:
-                best = depth
-                if depth > MAX_DEPTH and where < 0:
-                    where = i
+            if depth > MAX_DEPTH:
+                return i
         else:
             depth -= 1
-    return best, where
+    return -1
 
 
 # ---------------------------------------------------------------------------------------------
 # parse
 
 
-def _byte_pos(text: str, char_pos: int) -> int:
-    return len(text[:char_pos].encode("utf-8", "surrogatepass"))
-
-
 def _err(kind: Kind, where: str, offset: int | None, message: str) -> FormatError:
     return FormatError(kind, where, offset, message)
 
 
-_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+_WS_B = _LazyRe(rb"[ \t\n\r]*")
+_VALUE_START = frozenset(b'"[-0123456789tfn')
+_SURROGATE_ESCAPE = _LazyRe(rb"\\u[dD][89a-fA-F]")
 _CONSTANT_TOKENS = _LazyRe(r'"[^"\\]*(?:\\.[^"\\]*)*"|(-?Infinity|NaN)', re.S)
+_NUMBER = _LazyRe(rb"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?")
+_EXPLAIN_MARGIN = 1 << 16
+_EXPLAIN_CAP = 8 << 20
+"""The standard-library scanner explains a syntax error only within this many bytes of the start."""
 
 
-def parse(data: bytes, base: int = 64, duplicates: bool = True) -> Parsed:
+def parse(data, base: int = 64, duplicates: bool = True) -> Parsed:
     """Parse manifest bytes (raises :class:`FormatError`). ``base`` is the manifest's file offset.
 
-    ``duplicates=False`` skips duplicate-key detection (``Parsed.duplicates`` stays empty): the
-    ``object_pairs_hook`` it needs costs ~13% of a whole open (measured with callgrind).
+    ``data`` is ``bytes`` or a ``memoryview`` (of the mapping: nothing is copied). ``duplicates=False``
+    skips duplicate-key detection (``Parsed.duplicates`` stays empty).
     """
-    global _EXTRA
-    if data.startswith(_BOM):
+    if data[:3] == _BOM:
         raise _err(Kind.MALFORMED, "manifest", base, "the manifest starts with a byte-order mark")
+    start = _WS_B.match(data).end()
+    if start >= len(data) or data[start] != 0x7B:  # {
+        # Not an object, whatever follows: no need to build the value (a 300 MB string) or to give
+        # orjson the bytes (it first allocates a working buffer the size of its input).
+        raise _not_an_object(data, base, start)
     try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise _err(Kind.MALFORMED, "manifest", base + e.start, f"invalid UTF-8: {e.reason}") from e
+        value = _orjson().loads(data)
+    except _orjson().JSONDecodeError as e:
+        value = _refused(data, base, e.pos, e.msg)  # raises, or the standard library's value
+    dups = _duplicates(data, value) if duplicates else []
+    return Parsed(value, dups, duplicates)
 
-    dups: list = []
 
-    def pairs_hook(pairs):
-        d = dict(pairs)
-        if len(d) != len(pairs):
-            seen: set = set()
-            dup = [k for k, _ in pairs if k in seen or seen.add(k)]
-            dups.append((d, dup))
-        return d
+def _not_an_object(data, base: int, start: int) -> FormatError:
+    """The problem of a manifest whose first byte after whitespace is not ``{``: invalid UTF-8
+    anywhere (as for any manifest), else "not a JSON object" at a byte that starts a JSON value
+    (``"``, ``[``, a digit, ``-``, ``t``, ``f``, ``n``: what follows is not read, so a top-level
+    array nested deeper than 1024 levels is this too), else the JSON error there."""
+    bad = _utf8_error(data)
+    if bad is not None:
+        return _err(Kind.MALFORMED, "manifest", base + bad[0], f"invalid UTF-8: {bad[1]}")
+    if start < len(data) and data[start] in _VALUE_START:
+        return _err(Kind.MALFORMED, "manifest", base + start, "the manifest is not a JSON object")
+    found = _stdlib_error(data, start)
+    if found is not None:
+        return _err(Kind.MALFORMED, "manifest", base + found[0], found[1])
+    return _err(Kind.MALFORMED, "manifest", base + start, "invalid JSON: expecting a value")  # pragma: no cover
 
-    ctx = _json_decoder.JSONDecoder(object_pairs_hook=pairs_hook if duplicates else None, parse_constant=_reject_constant)
-    scan = _json_scanner.make_scanner(ctx)
-    ws = _json_decoder.WHITESPACE
-    start = ws.match(text, 0).end()
-    old = sys.getrecursionlimit()
-    try:
-        try:
-            # Find the limit at which _scan_at, called from this very frame, accepts depth 1024 and
-            # rejects 1025. The frame count only estimates CPython's recursion counter (C calls
-            # in the stack count too), so probe two tiny documents, starting from the last answer.
-            depth0 = _frame_depth()
-            extra = _EXTRA
-            exact = False
-            tried: set = set()
-            while extra not in tried and len(tried) < 64:
-                tried.add(extra)
-                try:
-                    sys.setrecursionlimit(depth0 + MAX_DEPTH + extra)
-                except RecursionError:  # pragma: no cover - below the current depth
-                    extra += 1
-                    continue
-                try:
-                    _scan_at(scan, _PROBE_OK, 0)
-                except RecursionError:
-                    extra += 1
-                    continue
-                try:
-                    _scan_at(scan, _PROBE_DEEP, 0)
-                except RecursionError:
-                    _EXTRA = extra
-                    exact = True
-                    break
-                extra -= 1
-            if not exact:  # pragma: no cover - not CPython 3.11's scanner: count the depth ourselves
-                sys.setrecursionlimit(max(old, _frame_depth() + 4 * MAX_DEPTH))
-                depth, where = _max_depth(text)
-                if depth > MAX_DEPTH:
-                    raise RecursionError
-            value, end = _scan_at(scan, text, start)
-        finally:
-            sys.setrecursionlimit(old)
-    except StopIteration as e:
-        raise _err(Kind.MALFORMED, "manifest", base + _byte_pos(text, e.value), "invalid JSON: expecting a value") from None
-    except json.JSONDecodeError as e:
-        raise _err(Kind.MALFORMED, "manifest", base + _byte_pos(text, e.pos), f"invalid JSON: {e.msg}") from None
-    except RecursionError:
-        _depth, where = _max_depth(text)
-        off = base + _byte_pos(text, where) if where >= 0 else base
-        raise _err(Kind.UNSUPPORTED, "manifest", off, f"JSON nested deeper than {MAX_DEPTH} levels") from None
-    except _Constant as e:
-        m = next((m for m in _CONSTANT_TOKENS.finditer(text) if m.group(1)), None)
-        off = base + _byte_pos(text, m.start(1)) if m else base
-        raise _err(Kind.MALFORMED, "manifest", off, f"{e.args[0]} is not JSON") from None
-    except ValueError as e:  # e.g. an integer literal beyond sys.get_int_max_str_digits()
-        raise _err(Kind.MALFORMED, "manifest", base, f"invalid JSON: {e}") from None
-    end = ws.match(text, end).end()
-    if end != len(text):
-        raise _err(Kind.MALFORMED, "manifest", base + _byte_pos(text, end), "invalid JSON: extra data after the top-level value")
-    if type(value) is not dict:
-        raise _err(Kind.MALFORMED, "manifest", base + _byte_pos(text, start), "the manifest is not a JSON object")
+
+def _refused(data, base: int, char_pos: int, message: str) -> dict:
+    """What orjson refused at character ``char_pos``: raises the problem, with the standard
+    library's offsets and words; or, for a number beyond a double (which the standard library
+    reads: ``1e400`` is ``inf``, a 400-digit integer an ``int``), returns the standard library's
+    value, so that a number field reports it at its own path as before."""
+    bad = _utf8_error(data)
+    if bad is not None:
+        raise _err(Kind.MALFORMED, "manifest", base + bad[0], f"invalid UTF-8: {bad[1]}")
+    b = min(_byte_offset(data, char_pos), len(data))
+    # orjson stops right after the bracket that opens level 1025; its messages vary between versions
+    near_bracket = any(0 <= j < len(data) and data[j] in (0x5B, 0x7B) for j in (b - 1, b))
+    if near_bracket or "depth" in message or "recursion" in message:
+        deep = _first_too_deep(data, b + 1)
+        if deep >= 0:
+            raise _err(Kind.UNSUPPORTED, "manifest", base + deep, f"JSON nested deeper than {MAX_DEPTH} levels")
+    # What the standard library takes and orjson does not: a lone surrogate escape (the old rules
+    # report it only after the whole manifest parsed, at the string's path in the parsed value),
+    # a number beyond a double (1e400 is inf, a 400-digit integer an int: a number field reports
+    # it at its own path). For these, the standard library parses the whole manifest, as before.
+    surrogate = _SURROGATE_ESCAPE.search(data, max(0, b - 12), min(len(data), b + 13))
+    number = _NUMBER.match(data, b)
+    if surrogate is not None or (number is not None and abs(float(number.group())) == float("inf")):
+        return _stdlib_value(data, base, b, surrogate.start() if surrogate is not None else -1)
+    found = _stdlib_error(data, b)
+    if found is not None:
+        raise _err(Kind.MALFORMED, "manifest", base + found[0], found[1])
+    raise _err(Kind.MALFORMED, "manifest", base + b, f"invalid JSON: {message}")
+
+
+def _stdlib_value(data, base: int, b: int, surrogate: int) -> dict:
+    """The standard library's parse of the whole manifest (a dict), or its problem; ``b`` is where
+    orjson stopped, ``surrogate`` the byte of the escape there (or -1)."""
+    found = _stdlib_scan(data, len(data))
+    if found is None:  # nested deeper than this thread's recursion limit lets the scanner go
+        deep = _first_too_deep(data)
+        if deep >= 0:
+            raise _err(Kind.UNSUPPORTED, "manifest", base + deep, f"JSON nested deeper than {MAX_DEPTH} levels")
+        bad = _lone_surrogate(data, surrogate) if surrogate >= 0 else None
+        if bad is not None:
+            raise _err(Kind.MALFORMED, bad[0], base + bad[1], f"lone surrogate in a {bad[2]}")
+        raise _err(Kind.MALFORMED, "manifest", base + b, "invalid JSON: a number beyond the range of a double")
+    if found[0] is not _VALUE:
+        raise _err(Kind.MALFORMED, "manifest", base + found[0], found[1])
+    value = found[1]
+    if type(value) is not dict:  # pragma: no cover - a manifest that starts with '{' parses to an object
+        raise _err(Kind.MALFORMED, "manifest", base, "the manifest is not a JSON object")
     if _SURROGATE_ESCAPE.search(data):
         bad = _find_surrogate(value, "manifest")
         if bad is not None:
             where, what = bad
             span = locate(data, where)
             raise _err(Kind.MALFORMED, where, base + span[0] if span else base, f"lone surrogate in a {what}")
-    return Parsed(value, dups, text, duplicates)
+    return value
+
+
+_VALUE = object()
+
+
+def _stdlib_error(data, near: int) -> tuple[int, str] | None:
+    """(byte offset, message) of the standard-library scanner's error in valid-UTF-8 ``data``, read
+    from the start to 64 KiB past byte ``near`` (at most ``_EXPLAIN_CAP`` bytes); None when that
+    cannot say for sure (an error where the prefix was cut, a longer prefix, no error in it, a
+    nesting deeper than this thread's recursion limit lets the scanner go)."""
+    cut = min(len(data), near + _EXPLAIN_MARGIN)
+    if cut > _EXPLAIN_CAP:
+        return None
+    found = _stdlib_scan(data, cut)
+    if found is None or found[0] is _VALUE:
+        return None
+    return found
+
+
+def _stdlib_scan(data, cut: int):
+    """The standard-library scanner over ``data[:cut]`` (valid UTF-8; ``cut`` moves back to a
+    character boundary): ``(_VALUE, value)`` when it parsed the whole of ``data``, ``(byte offset,
+    message)`` of an error it is sure of, None otherwise (see :func:`_stdlib_error`)."""
+    n = len(data)
+    while cut < n and data[cut] & 0xC0 == 0x80:
+        cut -= 1
+    whole = cut == n
+    with memoryview(data) as mv, mv[:cut] as head:
+        text = str(head, "utf-8")
+    scan = _json_scanner.make_scanner(_json_decoder.JSONDecoder(parse_constant=_reject_constant))
+    ws = _json_decoder.WHITESPACE.match
+    start = ws(text, 0).end()
+    # an error this close to the cut may be the cut's (a number, a literal or an escape cut short)
+    near_cut = len(text) - 16
+    try:
+        value, end = scan(text, start)
+    except StopIteration as e:
+        pos, msg, sure = e.value, "invalid JSON: expecting a value", e.value < near_cut
+    except json.JSONDecodeError as e:
+        pos, msg = e.pos, f"invalid JSON: {e.msg}"
+        sure = e.pos < near_cut and not e.msg.startswith("Unterminated string")
+    except _Constant as e:
+        m = next((m for m in _CONSTANT_TOKENS.finditer(text) if m.group(1)), None)
+        if m is None:  # pragma: no cover - the scanner met the constant outside a string
+            return None
+        pos, msg, sure = m.start(1), f"{e.args[0]} is not JSON", True
+    except RecursionError:
+        return None
+    except ValueError as e:  # an integer literal beyond sys.get_int_max_str_digits()
+        pos, msg, sure = 0, f"invalid JSON: {e}", True
+    else:
+        pos = ws(text, end).end()
+        if pos >= len(text):
+            return (_VALUE, value) if whole else None
+        msg, sure = "invalid JSON: extra data after the top-level value", True
+    if not (sure or whole):
+        return None
+    return len(text[:pos].encode("utf-8")), msg
 
 
 def _has_surrogate(s: str) -> bool:
@@ -314,6 +425,163 @@ def _find_surrogate(value, where: str):
             for i in range(len(v) - 1, -1, -1):
                 stack.append((v[i], f"{w}[{i}]"))
     return None
+
+
+# ---------------------------------------------------------------------------------------------
+# walking the bytes: duplicate keys, the path of a byte
+
+_TOKEN = _LazyRe(rb'"[^"\\]*+(?:\\.[^"\\]*+)*+"|[\[\]{},]', re.S)
+
+
+def _lone_surrogate(data, pos: int) -> tuple[str, int, str] | None:
+    """(where, offset, "string"|"key") of the string holding the escape at byte ``pos``, when it
+    decodes to a lone surrogate: a string at its own path and offset, a key at its object's.
+
+    A walk of the bytes before ``pos`` (which orjson found valid), no recursion."""
+    stack: list[list] = []  # [is_object, path, start, key-or-index, expecting_key]
+    for m in _TOKEN.finditer(data):
+        s = m.start()
+        if s > pos:
+            return None
+        t = m.group()
+        c = t[0]
+        if c == 0x22:  # a string
+            top = stack[-1] if stack else None
+            is_key = top is not None and top[0] and top[4]
+            if is_key:
+                top[4] = False
+                top[3] = json.loads(t)
+            if s <= pos < m.end():
+                if not _has_surrogate(json.loads(t)):
+                    return None
+                if top is None:
+                    return "manifest", s, "string"
+                if is_key:
+                    return top[1], top[2], "key"
+                return (join(top[1], top[3]) if top[0] else f"{top[1]}[{top[3]}]"), s, "string"
+        elif c == 0x2C:  # ,
+            top = stack[-1]
+            if top[0]:
+                top[4] = True
+            else:
+                top[3] += 1
+        elif c == 0x7B or c == 0x5B:
+            if stack:
+                top = stack[-1]
+                path = join(top[1], top[3]) if top[0] else f"{top[1]}[{top[3]}]"
+            else:
+                path = "manifest"
+            stack.append([c == 0x7B, path, s, 0 if c == 0x5B else None, True])
+        elif stack:
+            stack.pop()
+    return None
+
+
+def _duplicates(data, value: dict) -> list:
+    """``Parsed.duplicates`` of valid JSON ``data`` whose parse is ``value``.
+
+    Cheap proof first: orjson writes one ``:`` per key of ``value`` plus those inside its strings;
+    ``data`` holds one per key it spells out plus those inside its strings (a ``\\u003a`` escape
+    is a ``:`` too: counted, perhaps too many). A dropped duplicate loses its key (and maybe its
+    value's keys and strings), so equal counts prove there was none (~3 ms for 2.3 MB). Else the
+    byte walk, linear, no recursion.
+    """
+    try:
+        written = _orjson().dumps(value).count(b":")
+    except _orjson().JSONEncodeError:  # deeper than orjson writes (255 levels)
+        written = -1
+    if written >= 0:
+        spelt = _count(data, b":")
+        if _count(data, b"\\"):
+            spelt += _count(data, b"\\u003a") + _count(data, b"\\u003A")
+        if written == spelt:
+            return []
+    out = []
+    for steps, keys in _duplicate_keys(data):
+        d = value
+        for s in steps:
+            d = d[s]
+        if type(d) is dict:
+            out.append((d, keys))
+    return out
+
+
+def _count(data, needle: bytes) -> int:
+    """``data.count(needle)`` for bytes or a memoryview (which has no ``count``), 1 MiB at a time."""
+    if isinstance(data, bytes):
+        return data.count(needle)
+    n, k, total = len(data), len(needle) - 1, 0
+    with memoryview(data) as mv:
+        for pos in range(0, n, _CHUNK):
+            with mv[pos : min(n, pos + _CHUNK + k)] as chunk:
+                total += bytes(chunk).count(needle)
+    return total  # a needle that starts in one chunk and ends in the next is counted once: in its first
+
+
+def _duplicate_keys(data) -> list[tuple[list, list[str]]]:
+    """(path steps, repeated keys) of each object of valid JSON ``data`` that repeats a key and is
+    part of the parsed value: an object inside a value that a later duplicate replaced is not
+    (the last value wins). Keys compare as their decoded bytes (``"a"`` and ``"\\u0061"`` repeat)."""
+    # frame: [is_object, keys seen (objects), key or index, expecting a key, repeated keys, children]
+    # children: what was found inside, per key (objects; a repeated key drops its earlier value's)
+    # or as (index, bundle) (arrays); a bundle is (repeated keys or None, children, is_object)
+    stack: list[list] = []
+    root = None
+    for m in _TOKEN.finditer(data):
+        t = m.group()
+        c = t[0]
+        if c == 0x22:
+            top = stack[-1]
+            if top[3]:
+                top[3] = False
+                t = json.loads(t).encode("utf-8") if 0x5C in t else t[1:-1]  # 0x5C: \
+                if t in top[1]:
+                    if top[4] is None:
+                        top[4] = {}
+                    top[4][t] = None
+                    if top[5]:
+                        top[5].pop(t, None)
+                else:
+                    top[1].add(t)
+                top[2] = t
+        elif c == 0x2C:
+            top = stack[-1]
+            if top[0]:
+                top[3] = True
+            else:
+                top[2] += 1
+        elif c == 0x7B:
+            stack.append([True, set(), None, True, None, None])
+        elif c == 0x5B:
+            stack.append([False, None, 0, False, None, None])
+        else:
+            f = stack.pop()
+            if f[4] is None and not f[5]:
+                continue
+            bundle = (f[4], f[5], f[0])
+            if not stack:
+                root = bundle
+                break
+            p = stack[-1]
+            if p[0]:
+                if p[5] is None:
+                    p[5] = {}
+                p[5][p[2]] = bundle
+            else:
+                if p[5] is None:
+                    p[5] = []
+                p[5].append((p[2], bundle))
+    out: list = []
+    todo = [([], root)] if root is not None else []
+    while todo:
+        steps, (keys, children, is_object) = todo.pop()
+        if keys:
+            out.append((steps, [k.decode("utf-8") for k in keys]))
+        if children:
+            items = children.items() if is_object else children
+            for step, child in reversed(list(items)):
+                todo.append((steps + [step.decode("utf-8") if is_object else step], child))
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -467,6 +735,8 @@ class Locator:
     """
 
     def __init__(self, data: bytes, *, unique_keys: bool = False, background: bool = False) -> None:
+        if not isinstance(data, bytes):  # a memoryview of the mapping: the look-ups need bytes
+            data = bytes(data)
         self.data = data
         self.unique_keys = unique_keys
         self.background = background

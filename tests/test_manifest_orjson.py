@@ -1,0 +1,409 @@
+"""The orjson manifest parser (issue 11): exact depth limit without touching the interpreter,
+no copy or decode of a manifest that fails, duplicate keys."""
+
+from __future__ import annotations
+
+import codecs
+import json
+import pathlib
+import re
+import sys
+import threading
+
+import orjson
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from onemodel_viewer.format import manifest as M
+from onemodel_viewer.format import reader
+from onemodel_viewer.format.errors import FormatError, Kind
+from onemodel_viewer.format.reader import open_path, open_with_manifest
+
+from test_reader_util import graph, model, node, pack, tensor, write
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+
+def parse_err(data, base: int = 64) -> FormatError:
+    with pytest.raises(FormatError) as ei:
+        M.parse(data, base)
+    return ei.value
+
+
+def where_of(e: FormatError) -> tuple:
+    return e.kind, e.where, e.offset
+
+
+# --- the depth limit ----------------------------------------------------------------------------
+
+
+def _arrays(levels: int, prefix: bytes = b'{"x":') -> bytes:
+    """A top-level object whose "x" holds arrays: ``levels`` JSON levels in all."""
+    k = levels - 1
+    return prefix + b"[" * k + b"]" * k + b"}"
+
+
+def _objects(levels: int) -> bytes:
+    return b'{"a":' * (levels - 1) + b"{}" + b"}" * (levels - 1)
+
+
+def _mixed(levels: int) -> bytes:
+    """Objects and arrays taking turns: {"a":[{"a":[...]}]}."""
+    opens, closes = [], []
+    for i in range(levels):
+        if i % 2 == 0:
+            opens.append(b'{"a":' if i < levels - 1 else b"{")
+            closes.append(b"}")
+        else:
+            opens.append(b"[")
+            closes.append(b"]")
+    return b"".join(opens) + b"".join(reversed(closes))
+
+
+def _depth_of(value) -> int:
+    d = 0
+    while isinstance(value, (dict, list)):
+        d += 1
+        value = value.get("a", value.get("x")) if isinstance(value, dict) else (value[0] if value else None)
+    return d
+
+
+@pytest.mark.parametrize("shape", [_arrays, _objects, _mixed], ids=["arrays", "objects", "mixed"])
+def test_1024_levels_parse_1025_are_unsupported_at_the_1025th_bracket(shape):
+    assert _depth_of(M.parse(shape(1024)).value) == 1024
+    deep = shape(1025)
+    e = parse_err(deep)
+    opened = [m.start() for m in re.finditer(rb"[\[{]", deep)]
+    assert where_of(e) == (Kind.UNSUPPORTED, "manifest", 64 + opened[1024])
+
+
+def test_depth_offset_is_in_bytes_after_non_ascii():
+    """orjson counts characters; the problem's offset counts bytes."""
+    data = _arrays(1025, '{"日本":"é","x":'.encode())
+    e = parse_err(data)
+    assert where_of(e) == (Kind.UNSUPPORTED, "manifest", 64 + data.index(b"[") + 1023)
+
+
+def test_depth_limit_never_touches_the_recursion_limit(monkeypatch, tmp_path):
+    """Regression: the limit was enforced by setting the recursion limit around each parse (a
+    process-wide setting, changed from whichever thread parsed); on 3.12+ the probe never
+    converged. Nothing may call sys.setrecursionlimit now: not the parse, not the open."""
+    limit = sys.getrecursionlimit()
+
+    def refuse(n):
+        raise AssertionError(f"sys.setrecursionlimit({n}) called")
+
+    monkeypatch.setattr(sys, "setrecursionlimit", refuse)
+    assert M.parse(_mixed(1024)).value
+    assert parse_err(_mixed(1025)).kind == Kind.UNSUPPORTED
+    text = json.dumps(model())[:-1] + ',"x":' + "[" * 1023 + "]" * 1023 + "}"
+    assert open_path(write(tmp_path, pack(text))).valid
+    assert sys.getrecursionlimit() == limit
+
+
+def test_depth_limit_exact_from_300_frames_deep():
+    def at(k: int, data: bytes):
+        if k:
+            return at(k - 1, data)
+        try:
+            return _depth_of(M.parse(data).value)
+        except FormatError as e:
+            return e.kind
+
+    limit = sys.getrecursionlimit()
+    for shape in (_arrays, _objects, _mixed):
+        assert at(300, shape(1024)) == 1024
+        assert at(300, shape(1025)) == Kind.UNSUPPORTED
+    assert sys.getrecursionlimit() == limit
+
+
+def test_depth_limit_exact_while_another_thread_parses():
+    """Regression: a second thread parsing at the same time got a valid 1024-level manifest
+    rejected as Unsupported (the first thread had lowered the process's recursion limit), and
+    the limit was left changed."""
+    limit = sys.getrecursionlimit()
+    ok, deep = _mixed(1024), _mixed(1025)
+    results: dict[str, list] = {"a": [], "b": []}
+    start = threading.Barrier(2)
+
+    def run(name: str, k: int) -> None:
+        def at(j):
+            if j:
+                return at(j - 1)
+            for _ in range(200):
+                results[name].append(_depth_of(M.parse(ok).value))
+                try:
+                    M.parse(deep)
+                    results[name].append("accepted")
+                except FormatError as e:
+                    results[name].append(e.kind)
+
+        start.wait()
+        at(k)
+
+    threads = [threading.Thread(target=run, args=("a", 0)), threading.Thread(target=run, args=("b", 300))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for name in "ab":
+        assert results[name] == [1024, Kind.UNSUPPORTED] * 200, name
+    assert sys.getrecursionlimit() == limit
+
+
+def test_nested_graphs_from_a_deep_caller_open_on_a_fresh_stack(tmp_path, monkeypatch):
+    """64 nested graphs (the builder recurses ~6 frames a level) opened by a caller close to the
+    recursion limit: no RecursionError, and the limit is not raised to make room."""
+    g = graph()
+    for _ in range(63):
+        g = graph(nodes=[node("If", [], [], attributes=[{"name": "b", "type": 5, "value": g}])])
+    p = write(tmp_path, pack(model(g)))
+    monkeypatch.setattr(sys, "setrecursionlimit", lambda n: pytest.fail("setrecursionlimit called"))
+    names: list[str] = []
+    build = reader._parse_and_build
+
+    def spy(*args):
+        names.append(threading.current_thread().name)
+        return build(*args)
+
+    monkeypatch.setattr(reader, "_parse_and_build", spy)
+
+    def at(k):
+        return at(k - 1) if k else open_path(p, mode="diagnose")
+
+    assert at(sys.getrecursionlimit() - 60).valid
+    assert at(0).valid
+    assert names == ["onemodel-open", threading.current_thread().name]
+
+
+def test_orjson_minimum_in_pyproject_has_the_exact_limit():
+    """orjson 3.9.15 is the first with the 1024-level limit (3.9.14 accepts any depth); the
+    module refuses to import with an orjson that does not stop exactly there."""
+    text = (ROOT / "pyproject.toml").read_text()
+    (pin,) = re.findall(r'"orjson>=([0-9.]+)"', text)
+    assert tuple(map(int, pin.split("."))) >= (3, 9, 15)
+    assert M._orjson_stops_at_max_depth(orjson) and M._orjson() is orjson
+
+
+# --- what orjson refuses, explained as before --------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "data,at",
+    [
+        (b'{"a":[1,2,]}', b"]"),  # orjson says the comma; the standard library the bracket
+        (b'{"a":04}', b"4"),
+        (b'{"a":"abc', b'"abc'),  # unterminated: the string's start, not the end of the data
+        ('{"日本":1,}'.encode(), b"}"),
+        (b'{"a" 1}', b"1"),
+        (b'{"a":[1,-Infinity]}', b"-Infinity"),
+        (b'{"a":1}} ', b"} "),
+        (b'{"a":tru}', b"tru"),
+    ],
+)
+def test_syntax_errors_keep_their_offsets(data, at):
+    e = parse_err(data)
+    assert where_of(e) == (Kind.MALFORMED, "manifest", 64 + data.rindex(at))
+
+
+def test_memoryview_parses_like_bytes():
+    good = json.dumps(model(graph(nodes=[node("Relu", name="日本")])), ensure_ascii=False).encode()
+    assert M.parse(memoryview(good)).value == M.parse(good).value
+    for bad in (b'{"a":"\xff"}', b'{"a":[1,]}', _mixed(1025), b"\0" * 100, b'"x"', b'{"a":"\\ud800"}'):
+        assert where_of(parse_err(memoryview(bad))) == where_of(parse_err(bad))
+
+
+def test_lone_surrogate_is_reported_after_a_later_syntax_error_as_before():
+    """The old parser found lone surrogates only in a parsed manifest: JSON errors anywhere win."""
+    data = b'{"a":"\\ud800","b":[1 2]}'
+    assert where_of(parse_err(data)) == (Kind.MALFORMED, "manifest", 64 + data.index(b"2"))
+    data = b'{"a":["x","\\ud800"]}'
+    assert where_of(parse_err(data)) == (Kind.MALFORMED, "manifest.a[1]", 64 + data.index(b'"\\ud800'))
+
+
+def test_error_beyond_the_explanation_window_uses_orjsons_position():
+    """A late error in a big manifest is not explained by decoding and re-parsing all of it."""
+    big = b'{"pad":"' + b"x" * (M._EXPLAIN_CAP + 10) + b'","b":[1 2]}'
+    e = parse_err(big)
+    assert where_of(e) == (Kind.MALFORMED, "manifest", 64 + big.index(b"2"))
+
+
+def test_numbers_beyond_a_double_as_before(tmp_path):
+    """orjson refuses 1e400 and 400-digit integers; the standard library reads them (inf, an
+    int): an unknown field keeps them, a known integer field reports them at its path."""
+    assert M.parse(b'{"x":1e400,"y":-1e400}').value == {"x": float("inf"), "y": float("-inf")}
+    assert M.parse(b'{"x":' + b"7" * 400 + b"}").value == {"x": int("7" * 400)}
+    text = json.dumps(model(graph(initializers=[tensor("t", 1, [1], 0, 4)])))
+    bad = text.replace('"dims": [1]', '"dims": [1e400]')
+    p = write(tmp_path, pack(bad, b"\0" * 4))
+    with pytest.raises(FormatError) as ei:
+        open_path(p)
+    assert (ei.value.kind, ei.value.where) == (Kind.MALFORMED, "manifest.graph.initializers[0].dims[0]")
+
+
+@pytest.mark.parametrize("big", ["18446744073709551616", "-9223372036854775809", "99999999999999999999999"])
+def test_integers_beyond_64_bits_are_malformed_at_their_field(tmp_path, big):
+    """orjson reads integers of 2^64 or more (and below -2^63) as floats: the schema builder must
+    still report them where they are, not accept them nor fail elsewhere."""
+    text = json.dumps(model(graph(initializers=[tensor("t", 1, [1], 0, 4)])))
+    bad = text.replace('"dims": [1]', f'"dims": [{big}]')
+    p = write(tmp_path, pack(bad, b"\0" * 4))
+    with pytest.raises(FormatError) as ei:
+        open_path(p)
+    e = ei.value
+    assert (e.kind, e.where) == (Kind.MALFORMED, "manifest.graph.initializers[0].dims[0]")
+    assert e.offset == 64 + bad.encode().index(big.encode())
+    diag = open_path(p, mode="diagnose")
+    assert diag.problems[0] == e.problem
+
+
+# --- failing without copying or decoding the manifest -------------------------------------------
+
+
+@pytest.fixture
+def decodes(monkeypatch):
+    """Sizes of every UTF-8 decode of a buffer the manifest module makes, and orjson.loads calls."""
+    sizes: list[int] = []
+    loads: list[int] = []
+    real_decode, real_loads = codecs.utf_8_decode, M._orjson().loads
+
+    def decode(b, *a):
+        sizes.append(len(b))
+        return real_decode(b, *a)
+
+    def loads_(b):
+        loads.append(len(b))
+        return real_loads(b)
+
+    monkeypatch.setattr(M.codecs, "utf_8_decode", decode)
+    monkeypatch.setattr(M._orjson(), "loads", loads_)
+    scans: list[int] = []
+    real_scan = M._stdlib_scan
+    monkeypatch.setattr(M, "_stdlib_scan", lambda data, cut: scans.append(cut) or real_scan(data, cut))
+    return sizes, loads, scans
+
+
+def test_nul_manifest_fails_at_byte_0_without_parsing_or_decoding_it(decodes):
+    """Regression: a 512 MiB manifest of NUL bytes failed at byte 0 but cost 1.55 GB (decoded
+    whole first). Now: UTF-8 checked 1 MiB at a time, orjson never given it, and the standard
+    library reads the first 64 KiB only."""
+    sizes, loads, scans = decodes
+    data = memoryview(bytes(5 << 20))
+    assert where_of(parse_err(data)) == (Kind.MALFORMED, "manifest", 64)
+    assert loads == [] and max(sizes) <= M._CHUNK and sum(sizes) == len(data)
+    assert scans == [M._EXPLAIN_MARGIN]
+
+
+def test_one_string_manifest_is_not_built(decodes):
+    """Regression: a 300 MB manifest holding one JSON string cost 1.7 GB. A manifest that does not
+    start with '{' is not a JSON object, whatever follows: it is not parsed at all."""
+    sizes, loads, scans = decodes
+    data = b'  "' + b"a" * (3 << 20) + b'"'
+    assert where_of(parse_err(data)) == (Kind.MALFORMED, "manifest", 64 + 2)
+    assert loads == [] and scans == [] and max(sizes) <= M._CHUNK
+
+
+def test_error_position_in_characters_becomes_bytes_a_chunk_at_a_time(decodes):
+    sizes, _loads, _scans = decodes
+    data = '{"a":"'.encode() + "日本".encode() * (1 << 20) + b'","b":[1 2]}'
+    e = parse_err(data)
+    assert where_of(e) == (Kind.MALFORMED, "manifest", 64 + data.index(b"2"))
+    assert max(sizes) <= M._CHUNK
+
+
+def test_valid_manifest_is_parsed_once_from_its_bytes(decodes):
+    sizes, loads, scans = decodes
+    data = json.dumps(model(graph(nodes=[node("Relu", name=f"n{i}") for i in range(100)]))).encode()
+    M.parse(data)
+    assert loads == [len(data)] and sizes == [] and scans == []
+
+
+# --- duplicate keys ----------------------------------------------------------------------------
+
+
+def _reachable_dups(parsed: M.Parsed) -> set:
+    """{(path, frozenset(keys))} of the objects in ``parsed.value`` that repeated a key."""
+    paths = {}
+    stack = [(parsed.value, "manifest")]
+    while stack:
+        v, w = stack.pop()
+        if type(v) is dict:
+            paths[id(v)] = w
+            stack.extend((x, M.join(w, k)) for k, x in v.items())
+        elif type(v) is list:
+            stack.extend((x, f"{w}[{i}]") for i, x in enumerate(v))
+    return {(paths[id(d)], frozenset(k)) for d, k in parsed.duplicates if id(d) in paths}
+
+
+def _reference_dups(text: bytes) -> set:
+    """The old way: the standard library's object_pairs_hook, then the objects the value reaches."""
+    found: dict[int, list] = {}
+
+    def hook(pairs):
+        d = dict(pairs)
+        if len(d) != len(pairs):
+            seen: set = set()
+            found[id(d)] = [k for k, _ in pairs if k in seen or seen.add(k)]
+        return d
+
+    value = json.loads(text, object_pairs_hook=hook)
+    return _reachable_dups(M.Parsed(value, [(d, found[id(d)]) for d in _all_dicts(value) if id(d) in found]))
+
+
+def _all_dicts(v):
+    stack = [v]
+    while stack:
+        x = stack.pop()
+        if type(x) is dict:
+            yield x
+            stack.extend(x.values())
+        elif type(x) is list:
+            stack.extend(x)
+
+
+_KEYS = st.sampled_from(['"a"', '"\\u0061"', '"b"', '":"', '"\\u003a"', '"\\\\u003a"', '"é"', '"\\u00e9"', '"k:v"'])
+
+
+def _json_text(depth: int = 0):
+    scalar = st.sampled_from(["1", '"s"', '"a:b"', '"\\u003a"', "null", "[]", "{}"])
+    if depth > 4:
+        return scalar
+    inner = st.deferred(lambda: _json_text(depth + 1))
+    arr = st.lists(inner, max_size=3).map(lambda xs: "[" + ",".join(xs) + "]")
+    obj = st.lists(st.tuples(_KEYS, inner), max_size=4).map(lambda kv: "{" + ",".join(f"{k}:{v}" for k, v in kv) + "}")
+    return st.one_of(scalar, arr, obj)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(_KEYS, _json_text()), max_size=5))
+def test_duplicates_agree_with_the_pairs_hook(members):
+    """The cheap proof and the byte walk find exactly the objects the old pairs hook found,
+    among those the parsed value holds (a later duplicate replaces an object with its own)."""
+    text = ("{" + ",".join(f"{k}:{v}" for k, v in members) + "}").encode()
+    assert _reachable_dups(M.parse(text)) == _reference_dups(text)
+
+
+def test_duplicates_proof_skips_the_walk_on_a_manifest_without_any(monkeypatch):
+    walked: list = []
+    monkeypatch.setattr(M, "_duplicate_keys", lambda data: walked.append(1) or [])
+    text = json.dumps(model(graph(nodes=[node("Relu", ["a:b"], [":"], name=f"日{i}") for i in range(50)])), ensure_ascii=False)
+    data = text.replace('":"', '"\\u003a"', 3).encode()  # a colon spelt as an escape is a colon too
+    assert b"\\u003a" in data
+    assert M.parse(data).duplicates == [] and walked == []
+    M.parse(b'{"a":1,"b":{"c":2,"c":3}}')
+    assert walked == [1]  # a repeated key fails the proof: the walk looks
+
+
+def test_duplicates_deeper_than_orjson_writes_are_found():
+    """orjson writes at most 254 levels: deeper manifests skip the proof and walk the bytes."""
+    data = b'{"x":' + b"[" * 900 + b'{"k":1,"k":2}' + b"]" * 900 + b"}"
+    [(d, keys)] = M.parse(data).duplicates
+    assert d == {"k": 2} and keys == ["k"]
+
+
+def test_duplicate_finding_of_a_key_repeated_100000_times(tmp_path):
+    text = json.dumps(model())[:-1].encode() + b',"x":{' + b",".join([b'"k":0'] * 100_000) + b"}}"
+    doc = open_path(write(tmp_path, pack(text)), mode="diagnose")
+    [f] = [f for f in doc.findings if f.code == "duplicate-key"]
+    assert f.where == "manifest.x.k" and f.offset == 64 + text.rindex(b'"k"') + 4
