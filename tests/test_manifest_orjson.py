@@ -1,5 +1,6 @@
 """The orjson manifest parser (issue 11): exact depth limit without touching the interpreter,
-no copy or decode of a manifest that fails, duplicate keys."""
+no copy or decode of a manifest that fails, duplicate keys, and the noncanonical-manifest
+comparison that stops at the first differing byte."""
 
 from __future__ import annotations
 
@@ -15,8 +16,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from onemodel_viewer.analysis import layout
 from onemodel_viewer.format import manifest as M
-from onemodel_viewer.format import reader
+from onemodel_viewer.format import reader, writer
 from onemodel_viewer.format.errors import FormatError, Kind
 from onemodel_viewer.format.reader import open_path, open_with_manifest
 
@@ -407,3 +409,124 @@ def test_duplicate_finding_of_a_key_repeated_100000_times(tmp_path):
     doc = open_path(write(tmp_path, pack(text)), mode="diagnose")
     [f] = [f for f in doc.findings if f.code == "duplicate-key"]
     assert f.where == "manifest.x.k" and f.offset == 64 + text.rindex(b'"k"') + 4
+
+
+# --- noncanonical-manifest -----------------------------------------------------------------------
+
+
+def _other_writer(m: dict) -> bytes:
+    """``m`` as another writer might write it: keys in reverse order, optional fields explicit."""
+    def rev(v):
+        if isinstance(v, dict):
+            return {k: rev(v[k]) for k in reversed(list(v))}
+        return [rev(x) for x in v] if isinstance(v, list) else v
+
+    m = json.loads(json.dumps(m))
+    m.update(producer_name="", doc="", metadata=[])
+    for n in m["graph"]["nodes"]:
+        n["doc"] = ""
+    return json.dumps(rev(m)).encode()
+
+
+def _canonical_file(tmp_path, n: int = 300):
+    g = graph(inputs=[{"name": "x"}], outputs=[{"name": f"v{n}"}],
+              nodes=[node("Relu", [f"v{i}" if i else "x"], [f"v{i + 1}"], name=f"n{i}") for i in range(n)])
+    first = open_path(write(tmp_path, pack(model(g)), "first.onemodel"))
+    return write(tmp_path, writer.to_bytes(first.model), "canonical.onemodel"), model(g)
+
+
+def test_noncanonical_finding_right_on_canonical_and_other_writers_files(tmp_path):
+    canonical, m = _canonical_file(tmp_path)
+    files = {
+        "canonical": (canonical, None),
+        "other": (write(tmp_path, pack(_other_writer(m)), "other.onemodel"), 64 + 2),
+        "newline": (write(tmp_path, pack(canonical.read_bytes()[64:64 + reader.open_path(canonical).header.manifest_length] + b"\n"),
+                          "newline.onemodel"), None),
+    }
+    for name, (p, at) in files.items():
+        doc, parsed = open_with_manifest(p, "diagnose")
+        have = doc.storage.read(*doc.manifest_span)
+        want = writer.encode_manifest(doc.model)
+        exact = None if want == have else next(i for i in range(min(len(want), len(have)) + 1)
+                                                if i == min(len(want), len(have)) or want[i] != have[i])
+        for f in (layout.noncanonical(doc, parsed), layout.noncanonical(doc)):
+            if exact is None:
+                assert f is None, name
+            else:
+                assert (f.code, f.where, f.offset) == ("noncanonical-manifest", "manifest", 64 + exact), name
+        if at is not None:
+            assert exact + 64 == at
+        doc.close()
+    assert exact == len(have) - 1  # the newline file: the writer's bytes up to the last one
+
+
+def test_noncanonical_on_another_writers_file_encodes_no_record(tmp_path, monkeypatch):
+    """Regression: the finding re-encoded the whole manifest (122 ms vs 25 ms for a bare read of a
+    1 GiB file from another writer); it stops at the first differing byte now."""
+    _canonical, m = _canonical_file(tmp_path)
+    p = write(tmp_path, pack(_other_writer(m)), "other.onemodel")
+    monkeypatch.setattr(reader, "BULK_NODES", 32)  # node records built lazily
+    doc, parsed = open_with_manifest(p, "diagnose")
+    encoded: list = []
+    for name in ("_node", "_vi", "_tensor", "encode_manifest"):
+        real = getattr(writer, name)
+        monkeypatch.setattr(writer, name, lambda *a, _real=real, _name=name: encoded.append(_name) or _real(*a))
+    f = layout.noncanonical(doc, parsed)
+    assert f.offset == 64 + 2 and encoded == []
+    assert not doc.model.graph.nodes.built
+    doc.close()
+
+
+def test_writer_chunks_are_the_writers_bytes_on_the_corpus():
+    """The record-by-record encoding is byte for byte ``writer.encode_manifest`` (orjson writes the
+    writer's records exactly as json.dumps does; a node taken from the parse as stored is what
+    the writer writes), and the first difference is the exact one, with and without the parse."""
+    files = sorted(str(p) for d in ("valid", "hostile") for p in (ROOT / "testdata" / d).glob("*.onemodel"))
+    compared = 0
+    for path in files:
+        doc, parsed = open_with_manifest(path, "diagnose")
+        try:
+            if doc.model is None or doc.problems:
+                continue
+            try:
+                want = writer.encode_manifest(doc.model)
+            except FormatError:
+                continue
+            assert b"".join(M._writer_chunks(doc.model)) == want, path
+            assert b"".join(M._writer_chunks(doc.model, parsed.value)) == want, path
+            have = doc.storage.read(*doc.manifest_span)
+            k = min(len(want), len(have))
+            exact = None if want == have else next((j for j in range(k) if want[j] != have[j]), k)
+            assert M.writer_difference(have, doc.model) == exact, path
+            assert M.writer_difference(have, doc.model, parsed.value) == exact, path
+            compared += 1
+        finally:
+            doc.close()
+    assert compared > 30
+
+
+def test_a_late_difference_in_another_writers_file_is_found_exactly(tmp_path):
+    """A file that is the writer's but for one explicit default in its last node (the structure
+    proof fails): the comparison runs to that node, taking the stored nodes as they are."""
+    canonical, _m = _canonical_file(tmp_path)
+    text = canonical.read_bytes()[64 : 64 + open_path(canonical).header.manifest_length]
+    cut = text.rindex(b'{"name":"n299"')
+    late = text[:cut] + b'{"doc":"",' + text[cut + 1 :]
+    doc, parsed = open_with_manifest(write(tmp_path, pack(late), "late.onemodel"), "diagnose")
+    assert doc.valid and not M.canonical_structure(parsed.value)
+    f = layout.noncanonical(doc, parsed)
+    assert (f.code, f.offset) == ("noncanonical-manifest", 64 + cut + 2)
+    assert layout.noncanonical(doc) == f
+    doc.close()
+
+
+def test_writer_encoding_of_every_control_character_and_big_integers():
+    s = "".join(map(chr, range(0x100))) + "\u2028\u2029\ufeff\U0010ffff"
+    for v in ({s: [s, 1, -(1 << 63), (1 << 64) - 1, True, None]}, [1 << 64], [-(1 << 63) - 1], [[[]]] * 3):
+        assert M._encode(v) == json.dumps(v, separators=(",", ":"), ensure_ascii=False).encode()
+    deep: list = []
+    for _ in range(300):
+        deep = [deep]
+    assert M._encode(deep) == json.dumps(deep, separators=(",", ":")).encode()
+    with pytest.raises(ValueError):
+        M._encode(["\ud800"])

@@ -404,9 +404,12 @@ def noncanonical(doc: Document, parsed=None) -> Finding | None:
 
     With ``parsed`` (the parsed manifest of this very open, duplicate keys detected), a cheap
     proof (:func:`~onemodel_viewer.format.manifest.canonical_text` and
-    :func:`~onemodel_viewer.format.manifest.canonical_structure`: ~3 ms instead of ~50 ms for an
-    LLM-sized manifest) settles the common canonical case; anything it cannot prove goes through
-    the exact comparison with ``writer.encode_manifest``, which also gives the finding's offset.
+    :func:`~onemodel_viewer.format.manifest.canonical_structure`: ~3 ms for an LLM-sized
+    manifest) settles the common canonical case; anything it cannot prove goes through the exact
+    comparison (:func:`~onemodel_viewer.format.manifest.writer_difference`), which gives the
+    finding's offset without encoding the whole model: a manifest with the writer's structure is
+    compared with orjson's encoding of its parse, any other is encoded a record at a time up to
+    its first differing byte (another writer's key order: the first object).
     """
     if doc.model is None or doc.problems or doc.manifest_span is None or doc.storage is None:
         return None
@@ -415,23 +418,21 @@ def noncanonical(doc: Document, parsed=None) -> Finding | None:
         have = doc.storage.read(mo, ml)
     except (FormatError, ValueError):
         return None
-    if parsed is not None and parsed.checked_duplicates and not parsed.duplicates:
-        from ..format.manifest import canonical_structure, canonical_text
+    from ..format.manifest import canonical_structure, canonical_text, writer_difference
 
-        if canonical_text(have) and canonical_structure(parsed.value):
-            return None
-    from ..format.writer import encode_manifest
-
+    # the structure first: another writer's key order fails it at the first object
+    structured = parsed is not None and canonical_structure(parsed.value)
+    if structured and parsed.checked_duplicates and not parsed.duplicates and canonical_text(have):
+        return None
     try:
-        want = encode_manifest(doc.model)
+        i = writer_difference(have, doc.model, parsed.value if parsed is not None else None, structured=structured)
     except (FormatError, RecursionError, ValueError, TypeError):
         return None
-    if want == have:
+    if i is None:
         return None
-    i = next((k for k in range(min(len(want), len(have))) if want[k] != have[k]), min(len(want), len(have)))
     return Finding(
-        "noncanonical-manifest", "manifest", doc.manifest_span[0] + i,
-        f"the manifest ({len(have)} bytes) differs from what the writer emits ({len(want)} bytes) from byte {i}",
+        "noncanonical-manifest", "manifest", mo + i,
+        f"the manifest ({len(have)} bytes) differs from what the writer emits from byte {i}",
     )
 
 
