@@ -6,7 +6,14 @@
 * ``model_ext.onnx`` + ``model_ext.onnx.data``: ONNX with external data (tensors of 1 KiB and
   more), the weight file written stream-wise, a few MiB at a time;
 * ``model_inline.onnx``: the same model with every tensor inline (only when under 2 GB);
-* ``model.onemodel``: ``onemodel-view --convert model_ext.onnx model.onemodel``.
+* ``model.onemodel``: ``onemodel-view --convert model_ext.onnx model.onemodel``;
+* ``model_other_writer.onemodel``: the same model as another writer would write it (spec 2):
+  every object's fields in reverse order, optional fields written out at their defaults
+  (``doc: ""``, ``ref: ""``, ``metadata: []``...), a space after ``:`` and ``,``; valid, and
+  not what this project's writer emits from byte 1 on;
+* ``model_late_default.onemodel``: ``model.onemodel``'s manifest with one explicit default in its
+  last node (``"doc":""``, valid): the writer's bytes up to that node, the worst case of the
+  ``noncanonical-manifest`` comparison.
 
 The model: token embedding (float32, a quarter of the size, ~1 GiB at 4G: the tensor the
 stats benchmark uses), then transformer layers: LayerNorm (float32), q/k/v/o MatMuls
@@ -316,6 +323,87 @@ def convert(out_dir: str) -> tuple[str | None, str]:
     return dst, "ok"
 
 
+_HEADER = "<8sIIQQQQQQ"
+
+
+def _reorder(v):
+    """Every object's keys in reverse order (arrays keep theirs: they are ordered data)."""
+    if isinstance(v, dict):
+        return {k: _reorder(v[k]) for k in reversed(list(v))}
+    if isinstance(v, list):
+        return [_reorder(x) for x in v]
+    return v
+
+
+def _explicit_defaults(m: dict) -> None:
+    """Write the optional fields (spec 2) this project's writer omits at their default."""
+    for k in ("producer_name", "producer_version", "domain", "doc"):
+        m.setdefault(k, "")
+    m.setdefault("model_version", 0)
+    m.setdefault("metadata", [])
+    m.setdefault("functions", [])
+    graphs = [m["graph"]] + [f for f in m["functions"]]
+    while graphs:
+        g = graphs.pop()
+        for k in ("name", "doc"):
+            g.setdefault(k, "")
+        for t in g.get("initializers", []):
+            t.setdefault("doc", "")
+        for n in g.get("nodes", []):
+            n.setdefault("doc", "")
+            for a in n.get("attributes", []):
+                a.setdefault("doc", "")
+                a.setdefault("ref", "")
+                if a.get("type") == 5:
+                    graphs.append(a["value"])
+                elif a.get("type") == 10:
+                    graphs.extend(a["value"])
+                elif a.get("type") == 4:
+                    a["value"].setdefault("doc", "")
+
+
+def _rewrite(src: str, dst: str, manifest: bytes) -> None:
+    """``src`` with its manifest replaced by ``manifest`` (data region copied in the kernel, a few MiB at a time)."""
+    import struct
+
+    with open(src, "rb") as f:
+        magic, version, flags, mo, ml, do, dl, fl, reserved = struct.unpack(_HEADER, f.read(64))
+        new_do = -(-(64 + len(manifest)) // ALIGN) * ALIGN
+        tmp = dst + ".tmp"
+        with open(tmp, "wb") as g:
+            g.write(struct.pack(_HEADER, magic, version, flags, 64, len(manifest), new_do, dl, new_do + dl, reserved))
+            g.write(manifest)
+            g.write(b"\0" * (new_do - 64 - len(manifest)))
+            g.flush()
+            left, pos = dl, do
+            while left > 0:
+                n = os.copy_file_range(f.fileno(), g.fileno(), min(left, 64 << 20), pos)
+                if n <= 0:
+                    raise OSError("copy_file_range copied nothing")
+                pos += n
+                left -= n
+    os.replace(tmp, dst)
+
+
+def other_writers(out_dir: str) -> tuple[str, str]:
+    """``model_other_writer.onemodel`` and ``model_late_default.onemodel`` from ``model.onemodel``."""
+    import struct
+
+    src = os.path.join(out_dir, "model.onemodel")
+    other = os.path.join(out_dir, "model_other_writer.onemodel")
+    late = os.path.join(out_dir, "model_late_default.onemodel")
+    with open(src, "rb") as f:
+        h = struct.unpack(_HEADER, f.read(64))
+        f.seek(h[3])
+        manifest = f.read(h[4])
+    m = json.loads(manifest)
+    _explicit_defaults(m)
+    _rewrite(src, other, json.dumps(_reorder(m), ensure_ascii=False).encode("utf-8"))
+    cut = manifest.rindex(b'{"name":')  # the last node of the main graph (nodes are the graph's last field)
+    _rewrite(src, late, manifest[:cut] + b'{"doc":"",' + manifest[cut + 1 :])
+    return other, late
+
+
 def ensure(size: int, out: str, *, quiet: bool = False) -> dict:
     """Build the models for ``size`` unless an up-to-date set is already there; returns the summary."""
     label = size_label(size)
@@ -330,6 +418,7 @@ def ensure(size: int, out: str, *, quiet: bool = False) -> dict:
                 summary["onemodel"], summary["convert_message"] = convert(out_dir)
             elif not summary.get("onemodel"):
                 summary["onemodel"], summary["convert_message"] = convert(out_dir)
+            _ensure_other_writers(summary, out_dir)
             with open(stamp, "w") as f:
                 json.dump(summary, f, indent=1)
             return summary
@@ -344,9 +433,21 @@ def ensure(size: int, out: str, *, quiet: bool = False) -> dict:
     summary["onemodel"], summary["convert_message"] = convert(out_dir)
     if not quiet and summary["onemodel"] is None:
         print(f"--convert failed: {summary['convert_message']}", file=sys.stderr)
+    _ensure_other_writers(summary, out_dir)
     with open(stamp, "w") as f:
         json.dump(summary, f, indent=1)
     return summary
+
+
+def _ensure_other_writers(summary: dict, out_dir: str) -> None:
+    """Add the other-writer files to ``summary`` (made from ``model.onemodel`` when missing)."""
+    if not summary.get("onemodel"):
+        summary["onemodel_other_writer"] = summary["onemodel_late_default"] = None
+        return
+    paths = [os.path.join(out_dir, n) for n in ("model_other_writer.onemodel", "model_late_default.onemodel")]
+    if not all(os.path.exists(p) for p in paths):
+        paths = list(other_writers(out_dir))
+    summary["onemodel_other_writer"], summary["onemodel_late_default"] = paths
 
 
 def size_label(size: int) -> str:

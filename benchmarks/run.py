@@ -274,6 +274,20 @@ class Suite:
         note = "" if p.rc == 0 else f"exit status {p.rc}: {(p.err or p.out)[-200:]}"
         self.add(ratio_row(fig, t if p.rc in (0, 1) else None, tb, 2.0, target, rss=fmt_rss(p),
                            note=note or "baseline: bare `python -c` reading the header and json.loads of the manifest"))
+        # the noncanonical-manifest comparison on files this project's writer did not write
+        for key, what in (("onemodel_other_writer", "another writer's file"),
+                          ("onemodel_late_default", "the writer's file but one explicit default in its last node")):
+            path = self.s.get(key)
+            fig = f"--check --json, {what} (whole process)"
+            if not path:
+                self.missing(fig, target, "no such model (converter failed)")
+                continue
+            (t, p), (tb, _) = median_pair([*self.ov, "--check", "--json", path],
+                                          [sys.executable, "-c", BARE_READ, path], rep)
+            found = "noncanonical-manifest" in p.out
+            note = (f"exit status {p.rc}: {(p.err or p.out)[-200:]}" if p.rc != 0 else
+                    "noncanonical-manifest found" if found else "noncanonical-manifest MISSING")
+            self.add(ratio_row(fig, t if p.rc == 0 else None, tb, 2.0, target, rss=fmt_rss(p), note=note))
 
     # -- library open, in process
     def open_lib(self) -> None:
