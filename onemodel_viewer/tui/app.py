@@ -41,6 +41,7 @@ from ..format.schema import Tensor, walk_graphs
 from ..format.storage import Storage
 from .bytemap import ByteMap
 from .describe import Describer
+from .info_bar import InfoBar
 from .detail_pane import DetailPane
 from .entries import Entry, EntryFactory, Facts
 from .hex_view import HexView
@@ -152,6 +153,8 @@ class OneModelApp(App[int]):
         Binding("h", "focus_hex", "Hex", show=False),
         Binding("r", "reload", "Reload", show=False),
         Binding("ctrl+t", "toggle_theme", "Theme", show=False),
+        Binding("less_than_sign", "tree_width(-1)", "Narrower tree", show=False),
+        Binding("greater_than_sign", "tree_width(1)", "Wider tree", show=False),
         Binding("question_mark", "help", "Help"),
     ]
 
@@ -202,7 +205,7 @@ class OneModelApp(App[int]):
 
     # ------------------------------------------------------------------ compose / setup
     def compose(self) -> ComposeResult:
-        yield Static(id="infobar")
+        yield InfoBar(id="infobar")
         with Horizontal(id="main"):
             yield StructureTree(id="tree")
             with Vertical(id="right"):
@@ -262,7 +265,7 @@ class OneModelApp(App[int]):
         tree = self.query_one(StructureTree)
         hexv = self.query_one(HexView)
         if doc is None:
-            self.query_one("#infobar", Static).update(Text("no file"))
+            self.query_one("#infobar", InfoBar).show([(Text("no file"), 100, False)])
             tree.set_entries([])
             hexv.set_source(None, None)
             return
@@ -272,7 +275,7 @@ class OneModelApp(App[int]):
         self.describer = Describer(doc, self.facts, sharing=self.bytemap.sharing)
         self._search_index = None
         self.search_matches, self.match_index = [], -1
-        self.query_one("#infobar", Static).update(self._info_text())
+        self.query_one("#infobar", InfoBar).show(self._info_parts())
         roots = self.factory.root()
         tree.set_entries(roots)
         if doc.model is not None:
@@ -304,11 +307,32 @@ class OneModelApp(App[int]):
         self._watch_storage(doc, storage)
         hexv.set_source(storage, self.bytemap, size=storage.size if storage is not None else 0)
         self.query_one(StatsPanel).clear_cache()
-        self.query_one(DetailPane).show(self.describer.model(doc.model) if doc.model is not None else
-                                        [(Text(f"{len(doc.problems)} problem(s): press p", style="bold red"), None)])
+        self.query_one(DetailPane).show(self.describer.model(doc.model) if doc.model is not None else [])
         self._update_hex_title(hexv.cursor)
+        self._place_cursor(roots)
         if self._first_screen_shown:  # a reload: the first screen is long done
             self._start_background()
+
+    def _place_cursor(self, roots: list[Entry]) -> None:
+        """The first row the user should read, highlighted (the detail pane shows what is highlighted).
+
+        A broken file: its first problem (problems group open, the message in the detail pane, the
+        hex pane at its offset). Otherwise the model.
+        """
+        tree = self.query_one(StructureTree)
+        doc = self.document
+        target = None
+        if doc is not None and doc.problems:
+            group = next((r for r in roots if r.kind == "group" and r.label.plain.startswith("problems")), None)
+            node = tree.node_for(group) if group is not None else None
+            if node is not None:
+                kids = tree.populate(node)
+                node.expand()
+                target = kids[0] if kids else None
+        if target is None:
+            target = next((r for r in roots if r.kind == "model"), roots[0] if roots else None)
+        if target is not None and tree.reveal_entry(target):
+            self.show_entry(target)
 
     def _prepare_search(self, doc: Document, facts: Facts, cancel: threading.Event | None = None) -> None:
         """Build the main graph's facts (producers, consumers, types: the node list and the detail pane
@@ -357,7 +381,7 @@ class OneModelApp(App[int]):
             new = self.factory.findings_entry()
             old.label, old.children = new.label, new.children
             tree.refresh_entry(old)
-        self.query_one("#infobar", Static).update(self._info_text())
+        self.query_one("#infobar", InfoBar).show(self._info_parts())
 
     def _watch_storage(self, doc: Document, storage: Storage | None) -> None:
         """Tell the user at once when the mapped file changes on disk, and when it cannot be protected."""
@@ -376,30 +400,39 @@ class OneModelApp(App[int]):
     def on_one_model_app_file_changed(self, message: "OneModelApp.FileChanged") -> None:
         if message.document is not self.document:
             return
-        self.query_one("#infobar", Static).update(
-            self._info_text() + Text("  · changed on disk: press r to reload", style="bold red"))
+        self.query_one("#infobar", InfoBar).show(
+            self._info_parts() + [(Text("changed on disk: press r to reload", style="bold red"), 95, False)])
         self.notify("the file changed on disk; its bytes are no longer shown. Press r to reload.",
                     severity="error", timeout=10, markup=False)
 
-    def _info_text(self) -> Text:
+    def _info_parts(self) -> list[tuple[Text, int, bool]]:
+        """The info bar's parts, most important kept longest (:class:`.info_bar.InfoBar`): the verdict never goes."""
         doc = self.document
         assert doc is not None
-        t = Text()
-        t.append("onemodel-view ", style="bold")
-        t.append_text(safe_text(os.path.basename(doc.path), style="bold", limit=60))
-        t.append(f"  {human_size(doc.size)}", style="dim")
-        t.append(f" · {doc.source}", style="dim")
+        parts: list[tuple[Text, int, bool]] = [(Text("onemodel-view", style="bold"), 20, False)]
+        parts.append((Text(" ") + safe_text(os.path.basename(doc.path), style="bold", limit=60), 90, True))
+        parts.append((Text(f"  {human_size(doc.size)}", style="dim"), 40, True))
+        parts.append((Text(doc.source, style="dim"), 30, False))
         counts = self._counts
         if counts is None or counts[0] is not doc:  # walked once per document, not on every info-bar refresh
             counts = self._counts = (doc, count_tensors(doc), count_nodes(doc))
-        t.append(f" · {counts[1]:,} tensors · {counts[2]:,} nodes · ", style="dim")
+        parts.append((Text(f"{counts[1]:,} tensor{'s' if counts[1] != 1 else ''}", style="dim"), 50, False))
+        parts.append((Text(f"{counts[2]:,} node{'s' if counts[2] != 1 else ''}", style="dim"), 60, False))
         if doc.problems:
-            t.append(f"{len(doc.problems)} problem{'s' if len(doc.problems) != 1 else ''}", style="bold red")
+            parts.append((Text(f"{len(doc.problems)} problem{'s' if len(doc.problems) != 1 else ''}",
+                               style="bold red"), 100, False))
         else:
-            t.append("valid", style="bold green")
+            parts.append((Text("valid", style="bold green"), 100, False))
         if doc.findings:
-            t.append(f" · {len(doc.findings)} finding{'s' if len(doc.findings) != 1 else ''}", style="yellow")
-        return t
+            parts.append((Text(f"{len(doc.findings)} finding{'s' if len(doc.findings) != 1 else ''}",
+                               style="yellow"), 80, False))
+        return parts
+
+    def _info_text(self) -> Text:
+        """The info bar's whole text (unfitted)."""
+        bar = InfoBar()
+        bar.show(self._info_parts())
+        return bar.fitted(10**6)
 
     # ------------------------------------------------------------------ selection
     @on(Tree.NodeHighlighted, "#tree")
@@ -595,6 +628,15 @@ class OneModelApp(App[int]):
     def action_focus_hex(self) -> None:
         self.query_one(HexView).focus()
 
+    def action_tree_width(self, step: int) -> None:
+        """``<`` / ``>``: the structure pane 4 columns narrower / wider (the right side keeps 30)."""
+        tree = self.query_one(StructureTree)
+        total = self.query_one("#main").size.width
+        width = max(16, min(total - 30, tree.outer_size.width + 4 * step))
+        tree.styles.max_width = None
+        tree.styles.min_width = 16
+        tree.styles.width = width
+
     def action_help(self) -> None:
         from .help_screen import HelpScreen
 
@@ -697,6 +739,7 @@ class OneModelApp(App[int]):
 
         def done(span: Any) -> None:
             if span is not None:
+                self._show_hex_file(span[2] if len(span) > 2 else None)  # a weights file's row: show that file
                 self.query_one(HexView).goto(span[0], span[1])
 
         from .layout_screen import LayoutScreen
@@ -735,6 +778,8 @@ class OneModelApp(App[int]):
         yield SystemCommand("Layout", "Extents of the data region (l)", self.action_layout)
         yield SystemCommand("Statistics", "Statistics of the selected tensor (s)", self.action_stats)
         yield SystemCommand("Reload", "Open the file again from disk (r)", self.action_reload)
+        yield SystemCommand("Wider tree", "The structure pane 4 columns wider (>)", lambda: self.action_tree_width(1))
+        yield SystemCommand("Narrower tree", "The structure pane 4 columns narrower (<)", lambda: self.action_tree_width(-1))
         yield SystemCommand("Toggle light/dark", "Switch theme (ctrl+t)", self.action_toggle_theme)
         yield SystemCommand("Help", "Keys and colours (?)", self.action_help)
 

@@ -11,7 +11,8 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 KEYS = (
-    ("↑↓ ←→", "move in the focused pane (tree: → expands, ← collapses)"),
+    ("↑↓ ←→", "move in the focused pane (tree: → expands, ← collapses or goes to the parent)"),
+    ("< / >", "structure pane narrower / wider (ctrl+p: maximise a pane)"),
     ("enter", "tree: expand / select · detail: follow a › link"),
     ("tab / shift+tab", "next / previous pane"),
     ("/", "search nodes, tensors and values by name or op"),

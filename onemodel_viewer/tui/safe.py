@@ -10,6 +10,8 @@ zero-width characters are replaced by visible escapes, truncated when very long.
 
 from __future__ import annotations
 
+import re
+
 from rich.text import Text
 
 from ..textsafe import visible as _shared_visible
@@ -56,3 +58,77 @@ def human_size(n: int) -> str:
         if n < 1024 or unit == "PiB":
             return f"{n:.1f} {unit}"
     return f"{n} B"  # pragma: no cover
+
+
+def _is_number_style(style) -> bool:
+    """Counts, sizes and types are drawn dim or cyan."""
+    s = str(style)
+    return "dim" in s or "cyan" in s
+
+
+def fit_text(text: Text, width: int) -> Text:
+    """``text`` in at most ``width`` cells: names are shortened (with ``…``), numbers are not.
+
+    A label is runs of styles (see :mod:`.formatters`): names plain or bold, counts, sizes and
+    types dim or cyan (a long dim word without digits, such as a producer name, is a name too).
+    The longest name is cut first, down to one character and ``…`` (the label's first word, a
+    kind or an op, last); when that is not enough, whole pieces go from the end, replaced by ``…``.
+    """
+    if width <= 0:
+        return Text("")
+    if text.cell_len <= width:
+        return text
+    plain = text.plain
+    bounds = sorted({0, len(plain), *(s.start for s in text.spans), *(s.end for s in text.spans)})
+    cuts = set(bounds)
+    for a, b in zip(bounds, bounds[1:]):  # a run's outer spaces apart from its words
+        run = plain[a:b]
+        cuts.add(a + len(run) - len(run.lstrip(" ")))
+        cuts.add(b - (len(run) - len(run.rstrip(" "))))
+    cuts = sorted(c for c in cuts if 0 <= c <= len(plain))
+    pieces: list[list] = []  # [text, may be cut, is the first word]
+    first = True
+    for a, b in zip(cuts, cuts[1:]):
+        if a >= b:
+            continue
+        word = plain[a:b]
+        styles = [s.style for s in text.spans if s.start <= a and s.end >= b]
+        numeric = any(_is_number_style(st) for st in styles)
+        alpha = any(ch.isalpha() or ch == "_" for ch in word)
+        name = alpha and (not numeric or (len(word) >= 8 and not any(ch.isdigit() for ch in word)))
+        pieces.append([text[a:b], name, first and alpha])
+        if alpha:
+            first = False
+    others = any(p[1] and not p[2] for p in pieces)
+
+    def total() -> int:
+        return sum(p[0].cell_len for p in pieces)
+
+    def cut_names(first_word: bool) -> None:
+        while total() > width:
+            names = [p for p in pieces if p[1] and p[2] == first_word and p[0].cell_len > 2]
+            if not names:
+                return
+            p = max(names, key=lambda p: p[0].cell_len)
+            piece = p[0].copy()
+            piece.truncate(max(2, piece.cell_len - (total() - width)), overflow="ellipsis")
+            p[0], p[1] = piece, False  # each name is cut once: then the next one
+
+    cut_names(False)
+    if not others:  # the first word is the only name (``initializers (34)``): cut it before any count
+        cut_names(True)
+    dropped = False
+    while len(pieces) > 1 and total() + dropped > width and not pieces[-1][2]:
+        pieces.pop()  # still too long: whole pieces from the end (never the first word)
+        dropped = True
+    while dropped and len(pieces) > 1 and not pieces[-1][0].plain.strip():
+        pieces.pop()
+    cut_names(True)
+    out = Text(style=text.style, end=text.end, no_wrap=True)
+    for piece, _, _ in pieces:
+        out.append_text(piece)
+    if dropped:
+        out.append(" …" if out.cell_len + 2 <= width else "…", style="dim")
+    if out.cell_len > width:
+        out.truncate(width, overflow="ellipsis")
+    return out

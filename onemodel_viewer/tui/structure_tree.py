@@ -7,18 +7,38 @@ Labels are :class:`rich.text.Text` made by :mod:`.entries` (never markup).
 
 from __future__ import annotations
 
+from typing import ClassVar
+
+from rich.style import Style
 from rich.text import Text
+from textual.binding import Binding, BindingType
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
 from .entries import Entry, path_to
+from .safe import fit_text
 
 
 class StructureTree(Tree[Entry]):
-    """A :class:`Tree` of :class:`Entry` items with on-demand children."""
+    """A :class:`Tree` of :class:`Entry` items with on-demand children.
+
+    Labels are fitted to the pane's width (:func:`.safe.fit_text`: names cut with ``…``, counts
+    never), so the tree never scrolls sideways.
+    """
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("right", "expand_or_child", "Expand", show=False),
+        Binding("left", "collapse_or_parent", "Collapse", show=False),
+    ]
+    """
+    | Key(s) | Description |
+    | :- | :- |
+    | right | Expand the item; on an expanded item, go to its first child. |
+    | left | Collapse the item; on a collapsed item or a leaf, go to its parent. |
+    """
 
     DEFAULT_CSS = """
-    StructureTree { scrollbar-size-horizontal: 0; }
+    StructureTree { scrollbar-size-horizontal: 0; overflow-x: hidden; }
     """
 
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
@@ -29,6 +49,37 @@ class StructureTree(Tree[Entry]):
         self._node_of: dict[int, TreeNode[Entry]] = {}
         self._children_of: dict[int, list[Entry]] = {}
         self._roots: list[Entry] = []
+
+    def render_label(self, node: TreeNode[Entry], base_style: Style, style: Style) -> Text:
+        text = super().render_label(node, base_style, style)
+        depth = 0
+        p = node.parent
+        while p is not None and p is not self.root:
+            depth += 1
+            p = p.parent
+        width = self.scrollable_content_region.width - depth * self.guide_depth
+        return fit_text(text, width) if width > 0 and text.cell_len > width else text
+
+    def action_expand_or_child(self) -> None:
+        """→: expand; already expanded: the first child."""
+        node = self.cursor_node
+        if node is None:
+            return
+        if node.allow_expand and not node.is_expanded:
+            self.populate(node)
+            node.expand()
+        elif node.is_expanded and node.children:
+            self.move_cursor(node.children[0])
+
+    def action_collapse_or_parent(self) -> None:
+        """←: collapse; collapsed or a leaf: the parent."""
+        node = self.cursor_node
+        if node is None:
+            return
+        if node.allow_expand and node.is_expanded:
+            node.collapse()
+        elif node.parent is not None and node.parent is not self.root:
+            self.move_cursor(node.parent)
 
     def set_entries(self, roots: list[Entry]) -> None:
         """Replace the tree's contents with ``roots`` (collapsed)."""

@@ -1,0 +1,69 @@
+"""The info bar: file name, size, kind, counts and the verdict, fitted to the terminal's width.
+
+Parts are given with a priority; on a narrow terminal the least important go first (whole,
+never half a number), then the file name is shortened with ``…``. The verdict (``valid``,
+``N problems``) has the highest priority: it is never cut.
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.widgets import Static
+
+from .safe import fit_text
+
+SEPARATOR = " · "
+
+
+class InfoBar(Static):
+    """One line of ``(Text, priority)`` parts; what does not fit is left out, least important first."""
+
+    DEFAULT_CSS = """
+    InfoBar { height: 1; }
+    """
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self._parts: list[tuple[Text, int, bool]] = []
+
+    def show(self, parts: list[tuple[Text, int, bool]]) -> None:
+        """``(text, priority, joined)`` each; ``joined`` parts follow the previous one without a separator."""
+        self._parts = list(parts)
+        self.refresh(layout=True)
+
+    def update(self, content="", *, layout: bool = True) -> None:  # one part: plain Static use
+        self._parts = [(content if isinstance(content, Text) else Text(str(content)), 100, False)]
+        self.refresh(layout=layout)
+
+    def fitted(self, width: int) -> Text:
+        """The bar's text in ``width`` cells."""
+        parts = list(self._parts)
+
+        def join(ps: list[tuple[Text, int, bool]]) -> Text:
+            out = Text(no_wrap=True, overflow="ellipsis")
+            for i, (t, _, joined) in enumerate(ps):
+                if i and not joined:
+                    out.append(SEPARATOR, style="dim")
+                out.append_text(t)
+            return out
+
+        text = join(parts)
+        while text.cell_len > width and len(parts) > 1:
+            lowest = min(range(len(parts)), key=lambda i: (parts[i][1], -i))
+            if parts[lowest][1] >= 90:  # the name and the verdict stay: shorten the name instead
+                break
+            del parts[lowest]
+            text = join(parts)
+        if text.cell_len > width and parts:
+            # the name (the highest priority below the verdict's) gives up what is missing
+            i = max(range(len(parts)), key=lambda i: (parts[i][1] < 100, parts[i][1]))
+            short = fit_text(parts[i][0], max(2, parts[i][0].cell_len - (text.cell_len - width)))
+            parts[i] = (short, parts[i][1], parts[i][2])
+            text = join(parts)
+        if text.cell_len > width:
+            text.truncate(width, overflow="ellipsis")
+        return text
+
+    def render(self) -> Text:
+        width = self.content_region.width or self.size.width
+        return self.fitted(width) if width > 0 else Text()
