@@ -315,12 +315,10 @@ class Describer:
             path = getattr(t.storage, "path", None)
             external = path is not None and os.path.abspath(path) != os.path.abspath(self.doc.path)
             if external:
-                lines.append(kv("file", safe_text(os.path.basename(path), limit=200)))
+                lines.extend(self.external_lines(t, path))
             elif t.file_offset is not None and t.storage is not None and path is None and self.doc.storage is None:
                 lines.append(kv("file", Text("(in memory: decoded from typed ONNX fields)", style="dim")))
-            if t.file_offset is not None and external:
-                lines.append(kv("offset", f"0x{t.file_offset:x} ({t.file_offset:,}) in that file"))
-            elif t.file_offset is not None:
+            if t.file_offset is not None and not external:
                 lines.append(kv("offset", f"0x{t.file_offset:x} ({t.file_offset:,}) in file", ("offset", t.file_offset)))
                 if self.doc.source == "onemodel":
                     lines.append(kv("data.off", f"0x{t.offset:x} ({t.offset:,}) in data region"))
@@ -335,7 +333,8 @@ class Describer:
         if t.doc:
             lines.append(kv("doc", safe_text(t.doc, limit=400)))
         if self.sharing is not None and not t.is_string and t.length:
-            others = self.sharing(t)
+            # an external tensor shares bytes only with tensors of its own weights file
+            others = self.external_sharing(t, path) if external else self.sharing(t)
             if others:
                 lines.append((Text(f"shares bytes with {len(others)} tensor(s)", style="yellow"), None))
                 for o in others[:16]:
@@ -345,6 +344,47 @@ class Describer:
                     lines.append((s, o.where))
         lines.append((Text("s: statistics", style="dim"), None))
         return lines
+
+    def external_lines(self, t: Tensor, path: str) -> list[Line]:
+        """file (the location as written in the model), offset, end and alignment of an ONNX external tensor."""
+        from ..format.onnx_external import ExternalFacts
+
+        facts = self.doc.extra
+        loc = None
+        if isinstance(facts, ExternalFacts):
+            loc = next((r.location for r in facts.refs if r.where == t.where), None)
+        name = safe_text(loc if loc is not None else os.path.basename(path), limit=200)
+        if loc is not None and os.path.basename(path) != os.path.basename(loc):
+            name.append(f"  -> {os.path.basename(path)}", style="dim")
+        lines = [kv("file", name)]
+        off = t.file_offset
+        if off is None:
+            return lines
+        end = off + t.length
+        lines.append(kv("offset", f"0x{off:x} ({off:,}) in that file"))
+        lines.append(kv("end", f"0x{end:x} ({end:,}) in that file"))
+        if off == 0:
+            aligned = Text("offset 0 (aligned to anything)", style="green")
+        else:
+            low = off & -off
+            aligned = Text(f"aligned to {min(low, 1 << 30):,}" + ("" if low < 1 << 30 else "+"),
+                           style="green" if off % 64 == 0 else "red")
+            if off % 64:
+                aligned.append(f" (NOT 64-aligned: offset % 64 = {off % 64})", style="red")
+        lines.append(kv("align", aligned))
+        return lines
+
+    def external_sharing(self, t: Tensor, path: str) -> list[Tensor]:
+        """Tensors of the same weights file whose bytes overlap ``t``'s (one map per file, built once)."""
+        from ..format.schema import all_tensors
+        from .bytemap import ByteMap
+
+        maps = self.__dict__.setdefault("_file_maps", {})  # weights file -> its ByteMap
+        bm = maps.get(path)
+        if bm is None:
+            size = getattr(t.storage, "size", 0)
+            bm = maps[path] = ByteMap.for_external_file(path, size, all_tensors(self.doc.model) if self.doc.model else [])
+        return bm.sharing(t)
 
     def sparse(self, s: SparseTensor) -> list[Line]:
         lines: list[Line] = [(safe_text(s.name or "(unnamed)", style="bold"), None)]

@@ -6,6 +6,12 @@ project's one byte map, also behind ``--check``'s findings); other sources fall 
 :func:`compute_extents` over the viewer's :class:`ByteMap`. Either way they are computed in
 a thread worker (checking padding and gaps for non-zero bytes reads them, cancellable);
 choosing a row returns ``(start, length)``.
+
+An ONNX file with external data lists each weights file after the ``.onnx``'s own extents: a
+``file`` row (location, size, tensors, owned/unowned bytes, alignment) and the file's extents
+from :func:`onemodel_viewer.analysis.external_layout.external_layout` (tensors, overlaps, gaps,
+padding, tail; sharing computed per file). Choosing one of those rows returns ``(start, length,
+tensor)`` with a tensor stored in that file, so the viewer shows that file in the hex pane.
 """
 
 from __future__ import annotations
@@ -37,6 +43,10 @@ class Extent:
     """``header``, ``manifest``, ``padding``, ``tensor``, ``gap``, ``overlap``, ``tail``."""
     name: str = ""
     note: str = ""
+    file: str | None = None
+    """The weights file (location) the extent is in; None: the model's own file."""
+    tensor: Any = None
+    """A tensor stored in ``file`` (what the viewer needs to show that file)."""
 
 
 def _nonzero(storage: Storage | None, start: int, end: int) -> int | None:
@@ -115,8 +125,45 @@ def compute_extents(bm: ByteMap, storage: Storage | None) -> list[Extent]:
     return out
 
 
+def from_external(doc, cancel=None) -> list[Extent]:
+    """Rows for each weights file of an ONNX document (see the module docstring)."""
+    from ..analysis.external_layout import external_layout
+    from ..format.schema import all_tensors
+
+    layouts = external_layout(doc, cancel=cancel)
+    if not layouts:
+        return []
+    holder: dict[str, Any] = {}
+    for t in all_tensors(doc.model) if doc.model is not None else ():
+        p = getattr(t.storage, "path", None)
+        if p is not None and p not in holder:
+            holder[p] = t
+    out: list[Extent] = []
+    for fl in layouts:
+        t = holder.get(fl.real)
+        align = "no non-zero offset" if fl.alignment is None else f"aligned to {fl.alignment:,}"
+        out.append(Extent(0, fl.size, "file", fl.path, f"{fl.tensors:,} tensors, {fl.owned:,} owned, "
+                          f"{fl.unowned:,} unowned bytes, {align}", fl.path, t))
+        for sp in fl.spans:
+            name = ", ".join(n or "(unnamed)" for n in sp.names)
+            note = f"in {fl.path}"
+            if sp.kind in ("padding", "gap", "tail"):
+                note = {True: "NON-ZERO bytes", False: "zero", None: "not scanned"}[sp.nonzero] + f", {note}"
+                if sp.kind == "padding":
+                    name = ""
+            elif sp.kind == "overlap":
+                note = f"shared by 2 tensors, {note}"
+            elif sp.kind == "tensor" and sp.start % 64:
+                note = f"NOT 64-aligned (aligned to {sp.start & -sp.start}), {note}"
+            out.append(Extent(sp.start, sp.end, sp.kind, name, note, fl.path, t))
+        for name, _where, off in fl.empties:
+            out.append(Extent(off, off, "tensor", name, f"zero-length, in {fl.path}", fl.path, t))
+    return out
+
+
 KIND_STYLE = {"header": "yellow", "manifest": "green", "padding": "dim", "tensor": "cyan", "gap": "magenta",
-              "overlap": "bold red", "tail": "red", "onnx": ""}
+              "overlap": "bold red", "tail": "red", "onnx": "",
+              "file": "bold"}
 
 
 class LayoutScreen(ModalScreen[Any]):
@@ -157,6 +204,8 @@ class LayoutScreen(ModalScreen[Any]):
                 ext = from_analysis(doc, cancel=self._cancel)
             else:
                 ext = compute_extents(self.bytemap, self.storage)
+                if doc is not None and doc.source == "onnx" and doc.external_files:
+                    ext += from_external(doc, cancel=self._cancel)
             err = None
         except FormatError as e:
             ext, err = [], f"{e.kind}: {e.message}"
@@ -199,7 +248,7 @@ class LayoutScreen(ModalScreen[Any]):
         self._cancel.set()
         if self.extents and 0 <= row < len(self.extents):
             e = self.extents[row]
-            self.dismiss((e.start, e.end - e.start))
+            self.dismiss((e.start, e.end - e.start) if e.file is None else (e.start, e.end - e.start, e.tensor))
 
     def action_close(self) -> None:
         self._cancel.set()
