@@ -44,7 +44,9 @@ from .describe import Describer
 from .info_bar import InfoBar
 from .detail_pane import DetailPane
 from .entries import Entry, EntryFactory, Facts
+from .byte_inspector import ByteInspector
 from .hex_view import HexView
+from .insight import Insight, InsightActions
 from .safe import human_size, safe_str, safe_text
 from .stats_panel import StatsPanel
 from .structure_tree import StructureTree
@@ -132,7 +134,7 @@ class SearchIndex:
         return [(w, d) for h, w, d in self.items if q in h and w]
 
 
-class OneModelApp(App[int]):
+class OneModelApp(InsightActions, App[int]):
     """Tree + detail + stats + hex over one :class:`Document`."""
 
     CSS_PATH = "app.tcss"
@@ -156,6 +158,15 @@ class OneModelApp(App[int]):
         Binding("less_than_sign", "tree_width(-1)", "Narrower tree", show=False),
         Binding("greater_than_sign", "tree_width(1)", "Wider tree", show=False),
         Binding("question_mark", "help", "Help"),
+        Binding("u", "used_by", "Used by", show=False),
+        Binding("a", "neighbourhood", "Around"),
+        Binding("P", "parameters", "Params", show=False),
+        Binding("o", "operator_help", "Op help", show=False),
+        Binding("v", "values", "Values"),
+        Binding("e", "export_npy", "Export .npy", show=False),
+        Binding("i", "toggle_inspector", "Inspect", show=False),
+        Binding("y", "copy('name')", "Copy name", show=False),
+        Binding("Y", "copy('where')", "Copy where", show=False),
     ]
 
     class FileChanged(Message):
@@ -212,6 +223,7 @@ class OneModelApp(App[int]):
                 yield DetailPane(id="detail")
                 yield StatsPanel(id="stats", classes="hidden")
                 yield HexView(id="hex")
+                yield ByteInspector(id="inspector", classes="hidden")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -273,6 +285,10 @@ class OneModelApp(App[int]):
         self.bytemap = ByteMap(doc)
         self.factory = EntryFactory(doc, self.facts)
         self.describer = Describer(doc, self.facts, sharing=self.bytemap.sharing)
+        if self.insight is not None:
+            self.insight.cancel.set()  # the previous document's
+        self.insight = Insight(self, doc, self.facts)
+        self.describer.extra, self.describer.infer = self.insight.lines, self.insight.infer_type
         self._search_index = None
         self.search_matches, self.match_index = [], -1
         self.query_one("#infobar", InfoBar).show(self._info_parts())
@@ -596,6 +612,7 @@ class OneModelApp(App[int]):
     @on(HexView.CursorMoved)
     def _hex_cursor(self, event: HexView.CursorMoved) -> None:
         self._update_hex_title(event.offset)
+        self.update_inspector()
 
     def _update_hex_title(self, offset: int) -> None:
         hexv = self.query_one(HexView)
@@ -782,6 +799,7 @@ class OneModelApp(App[int]):
         yield SystemCommand("Narrower tree", "The structure pane 4 columns narrower (<)", lambda: self.action_tree_width(-1))
         yield SystemCommand("Toggle light/dark", "Switch theme (ctrl+t)", self.action_toggle_theme)
         yield SystemCommand("Help", "Keys and colours (?)", self.action_help)
+        yield from self.insight_commands()
 
 
 def make_app(path: str | None = None, *, document: Document | None = None,

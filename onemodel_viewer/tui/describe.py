@@ -7,7 +7,7 @@ follows when the line is chosen. Values from the file go through :func:`safe_tex
 from __future__ import annotations
 
 import os
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from rich.text import Text
 
@@ -145,6 +145,10 @@ class Describer:
         self.sharing = sharing
         """Callable(tensor) -> list of other tensors sharing bytes (from the byte map)."""
         self._parents: dict[int, Graph] | None = None
+        self.extra: Callable[[Entry], list[Line]] | None = None
+        """More lines for an entry (the viewer's insight: used-by, parameters, inferred types)."""
+        self.infer: Callable[[Graph | None, str], tuple[Any, str]] | None = None
+        """(type, how) for a value without a declared type: shape inference, a Constant's tensor."""
 
     # -- graph nesting, for outer-scope names
     def parent_of(self, g: Graph) -> Graph | None:
@@ -181,6 +185,12 @@ class Describer:
 
     # -- entry points
     def describe(self, e: Entry) -> list[Line]:
+        lines = self._describe(e)
+        if self.extra is not None:
+            lines.extend(self.extra(e))
+        return lines
+
+    def _describe(self, e: Entry) -> list[Line]:
         k = e.kind
         if k == "node":
             return self.node(e.obj, e.graph, e.function)
@@ -238,9 +248,14 @@ class Describer:
                 vg, vf = self.lookup(g, name) if g is not None else (None, None)
                 t = safe_text(name, limit=60)
                 ty = vf.types.get(name) if vf is not None else None
+                how = ""
+                if ty is None and self.infer is not None:
+                    ty, how = self.infer(vg or g, name)
                 if ty is not None:
                     t.append("  ")
-                    t.append(str(ty), style="cyan")
+                    t.append(str(ty), style="cyan italic" if how else "cyan")
+                    if how:
+                        t.append(" (inferred)" if how == "inferred" else " (constant)", style="dim")
                 init = vf.initializer.get(name) if vf is not None else None
                 if init is not None and not init.is_string:
                     t.append(f"  {human_size(init.length)}", style="dim")

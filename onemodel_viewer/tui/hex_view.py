@@ -125,6 +125,11 @@ class HexView(ScrollView, can_focus=True):
         self._update_virtual_size()
 
     @property
+    def storage(self) -> Storage | None:
+        """The storage shown (None: nothing)."""
+        return self._storage
+
+    @property
     def file_size(self) -> int:
         return self._nbytes
 
