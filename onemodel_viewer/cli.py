@@ -11,6 +11,7 @@ Contract (scripts rely on it; see README):
 ``onemodel-view --export SRC.onemodel DST.onnx``       0 ok, 1 error
 ``onemodel-view --patch IN OUT EDIT... [--raw]``       0 written, 1 error, 2 usage
 ``onemodel-view --shrink IN OUT [--seconds N]``        0 written, 1 nothing to shrink or error
+``onemodel-view --extract FILE NAME OUT.npy``          0 written, 1 error
 =====================================================  ==========================================
 """
 
@@ -34,6 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     mode.add_argument("--patch", action="store_true",
                       help="write IN with EDITs as OUT: header.<field>=N, <manifest path>=<JSON>, bytes@<offset>=<hex>, truncate=N")
     mode.add_argument("--shrink", action="store_true", help="write a small OUT that fails like IN's first problem")
+    mode.add_argument("--extract", action="store_true", help="write tensor NAME of FILE to OUT.npy")
     p.add_argument("--json", action="store_true", help="machine-readable output (--check, --diff, --patch)")
     p.add_argument("--raw", action="store_true", help="--patch: keep the header as it is after manifest edits")
     p.add_argument("--seconds", type=float, default=60.0, help="--shrink: time budget (default 60)")
@@ -95,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     files = args.files
-    _one_shot = bool(args.check or args.convert or args.export or args.patch or args.shrink
+    _one_shot = bool(args.check or args.convert or args.export or args.patch or args.shrink or args.extract
                      or (args.diff and (args.json or args.summary)))
 
     def need(n: int | None, what: str) -> None:
@@ -145,6 +147,11 @@ def main(argv: list[str] | None = None) -> int:
             from .commands.shrink import run_shrink
 
             return run_shrink(files[0], files[1], seconds=args.seconds)
+        if args.extract:
+            need(3, "--extract needs FILE NAME OUT.npy")
+            from .commands.extract import run_extract
+
+            return run_extract(files[0], files[1], files[2])
         if args.diff:
             need(2, "--diff needs two files A B")
             if args.json or args.summary:
