@@ -1,7 +1,7 @@
 """A float32 bit pattern as text: the one formatter behind the diff's JSON and the viewer's detail pane.
 
 No UI here: the viewer styles the two parts :func:`float32_text` returns (see
-``tui/describe.float_bits_text``).
+``tui/formatters.float_bits_text``).
 """
 
 from __future__ import annotations

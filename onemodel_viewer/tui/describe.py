@@ -7,15 +7,15 @@ follows when the line is chosen. Values from the file go through :func:`safe_tex
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Iterable
+from typing import Any, Callable
 
 from rich.text import Text
 
-from ..analysis.floatbits import float32_text
 from ..format.document import Document
 from ..format.dtypes import name_of
-from ..format.schema import Attribute, AttrType, Function, Graph, Model, Node, SparseTensor, Tensor, ValueInfo
+from ..format.schema import Function, Graph, Model, Node, SparseTensor, Tensor, ValueInfo
 from .entries import Entry, Facts
+from .formatters import attr_type_name, attribute_value_text, float_bits_text, join_texts, tensor_summary  # noqa: F401 (float_bits_text: re-exported)
 from .safe import human_size, safe_text
 
 Link = Any
@@ -35,93 +35,6 @@ def kv(key: str, value: Text | str, link: Link = None, width: int = 10) -> Line:
     t = Text(key.ljust(width), style="bold")
     t.append_text(value if isinstance(value, Text) else Text(value))
     return t, link
-
-
-def float_bits_text(bits: int) -> Text:
-    """A FLOAT attribute: the value, and the bit pattern when it matters (NaN payload, -0.0, subnormal)."""
-    value, note = float32_text(bits)
-    special = note and not note.startswith("subnormal")
-    t = Text(value, style="magenta" if special else "")
-    if note:
-        t.append(f" ({note})", style="dim")
-    return t
-
-
-def _join(items: Iterable[Text], limit: int) -> Text:
-    out = Text("[")
-    for i, it in enumerate(items):
-        if i:
-            out.append(", ")
-        out.append_text(it)
-        if len(out) > limit:
-            out.append(" …")
-            break
-    out.append("]")
-    return out
-
-
-def attribute_value_text(a: Attribute, limit: int = 200) -> Text:
-    """One attribute's value, decoded, bounded to about ``limit`` characters."""
-    if a.ref:
-        t = Text("→ @", style="magenta")
-        t.append_text(safe_text(a.ref, limit=60))
-        t.append(f" ({_attr_type_name(a.type)})", style="dim")
-        return t
-    v = a.value
-    ty = a.type
-    if ty == AttrType.FLOAT and isinstance(v, int):
-        return float_bits_text(v)
-    if ty == AttrType.INT:
-        return Text(str(v))
-    if ty == AttrType.STRING and isinstance(v, bytes):
-        t = Text('"')
-        t.append_text(safe_text(v, limit=limit))
-        t.append('"')
-        return t
-    if ty == AttrType.FLOATS and isinstance(v, tuple):
-        return _join((float_bits_text(b) for b in v), limit)
-    if ty == AttrType.INTS and isinstance(v, tuple):
-        return _join((Text(str(x)) for x in v), limit)
-    if ty == AttrType.STRINGS and isinstance(v, tuple):
-        return _join((Text('"') + safe_text(s, limit=60) + Text('"') for s in v), limit)
-    if ty == AttrType.TENSOR and isinstance(v, Tensor):
-        return tensor_summary(v)
-    if ty == AttrType.TENSORS and isinstance(v, tuple):
-        return Text(f"{len(v)} tensors")
-    if ty == AttrType.GRAPH and isinstance(v, Graph):
-        t = Text("graph ")
-        t.append_text(safe_text(v.name or "(unnamed)", limit=60))
-        t.append(f" ({len(v.nodes):,} nodes)", style="dim")
-        return t
-    if ty == AttrType.GRAPHS and isinstance(v, tuple):
-        return Text(f"{len(v)} graphs")
-    if ty == AttrType.SPARSE_TENSOR and isinstance(v, SparseTensor):
-        return Text("sparse ") + tensor_summary(v.values)
-    if ty == AttrType.SPARSE_TENSORS and isinstance(v, tuple):
-        return Text(f"{len(v)} sparse tensors")
-    if ty in (AttrType.TYPE_PROTO,):
-        return Text(str(v), style="cyan")
-    if ty == AttrType.TYPE_PROTOS and isinstance(v, tuple):
-        return _join((Text(str(x), style="cyan") for x in v), limit)
-    return Text(f"type {ty}: {v!r}"[:limit], style="dim")
-
-
-def _attr_type_name(code: int) -> str:
-    try:
-        return AttrType(code).name
-    except ValueError:
-        return f"type {code}"
-
-
-def tensor_summary(t: Tensor) -> Text:
-    out = Text(t.type_str(), style="cyan")
-    if t.is_string:
-        out.append(f" {len(t.strings or ())} strings", style="dim")
-    else:
-        out.append(f" {human_size(t.length)}", style="dim")
-        if t.file_offset is not None:
-            out.append(f" @0x{t.file_offset:x}", style="dim")
-    return out
 
 
 def opset_version(model: Model | None, function: Function | None, domain: str) -> int | None:
@@ -207,7 +120,7 @@ class Describer:
         if k == "function":
             return self.function(e.obj)
         if k == "attribute":
-            return [kv("attribute", safe_text(e.obj.name, style="bold")), kv("type", _attr_type_name(e.obj.type)),
+            return [kv("attribute", safe_text(e.obj.name, style="bold")), kv("type", attr_type_name(e.obj.type)),
                     kv("value", attribute_value_text(e.obj, limit=2000))]
         if k in ("problem", "finding"):
             return self.problem(e.obj, k)
@@ -479,9 +392,9 @@ class Describer:
         lines: list[Line] = [(Text("function ", style="bold") + safe_text(f.domain + ":" + f.name), None)]
         if f.overload:
             lines.append(kv("overload", safe_text(f.overload)))
-        lines.append(kv("inputs", _join((safe_text(x, limit=40) for x in f.inputs), 400)))
-        lines.append(kv("outputs", _join((safe_text(x, limit=40) for x in f.outputs), 400)))
-        lines.append(kv("attrs", _join((safe_text(x, limit=40) for x in f.attribute_names), 400)))
+        lines.append(kv("inputs", join_texts((safe_text(x, limit=40) for x in f.inputs), 400)))
+        lines.append(kv("outputs", join_texts((safe_text(x, limit=40) for x in f.outputs), 400)))
+        lines.append(kv("attrs", join_texts((safe_text(x, limit=40) for x in f.attribute_names), 400)))
         for a in f.attribute_defaults:
             lines.append(kv("default", safe_text(a.name, style="bold") + Text(" = ") + attribute_value_text(a), a.where))
         for o in f.opsets:

@@ -18,8 +18,9 @@ from typing import Any, Callable
 from rich.text import Text
 
 from ..format.document import HEADER_FIELDS, Document
-from ..format.schema import Attribute, AttrType, Function, Graph, Model, Node, SparseTensor, Tensor, ValueInfo
-from .safe import human_size, safe_text
+from ..format.schema import Attribute, AttrType, Function, Graph, Model, Node, SparseTensor, Tensor
+from .formatters import attribute_value_text, count_label, graph_label, node_label, tensor_label, value_label
+from .safe import safe_text
 
 CHUNK = 1000
 """Lists longer than this are shown as groups of this many items."""
@@ -65,69 +66,6 @@ class Entry:
             lo, hi = self.index_range
             return lo <= int(m.group(1)) < hi
         return True
-
-
-# ----------------------------------------------------------------------------- labels
-
-def _dim(text: str) -> Text:
-    return Text(text, style="dim")
-
-
-def tensor_label(t: Tensor, prefix: str = "") -> Text:
-    lab = Text()
-    if prefix:
-        lab.append(prefix, style="dim")
-    lab.append_text(safe_text(t.name or "(unnamed)", style="bold", limit=60))
-    lab.append(" ")
-    lab.append(t.type_str(), style="cyan")
-    if t.is_string:
-        lab.append_text(_dim(f" {len(t.strings or ())} strings"))
-    else:
-        lab.append_text(_dim(f" {human_size(t.length)}"))
-    return lab
-
-
-def value_label(v: ValueInfo) -> Text:
-    lab = safe_text(v.name or "(unnamed)", limit=60)
-    lab.append(" ")
-    lab.append(str(v.type) if v.type is not None else "?", style="cyan")
-    return lab
-
-
-def node_label(n: Node, types: dict[str, Any] | None = None) -> Text:
-    lab = Text()
-    lab.append_text(safe_text(n.op, style="bold", limit=40))
-    if n.domain and n.domain != "ai.onnx":
-        lab.append_text(_dim(" ("))
-        lab.append_text(safe_text(n.domain, style="dim", limit=30))
-        lab.append_text(_dim(")"))
-    if n.name:
-        lab.append(" ")
-        lab.append_text(safe_text(n.name, limit=50))
-    outs = [o for o in n.outputs if o]
-    if outs and types is not None:
-        t = types.get(outs[0])
-        if t is not None:
-            lab.append(" → ", style="dim")
-            lab.append(str(t), style="cyan")
-    ng = sum(len(a.graphs()) for a in n.attributes)
-    if ng:
-        lab.append_text(_dim(f" ({ng} graph{'s' if ng != 1 else ''})"))
-    return lab
-
-
-def graph_label(g: Graph, prefix: str = "graph") -> Text:
-    lab = Text()
-    lab.append(prefix + " ", style="bold")
-    lab.append_text(safe_text(g.name or "(unnamed)", limit=60))
-    lab.append_text(_dim(f"  {len(g.nodes):,} nodes"))
-    return lab
-
-
-def _count_label(name: str, n: int) -> Text:
-    lab = Text(name)
-    lab.append(f" ({n:,})", style="dim")
-    return lab
 
 
 # ----------------------------------------------------------------------------- graph facts
@@ -234,11 +172,11 @@ class EntryFactory:
             out.append(self.graph_entry(m.graph, "graph"))
             if m.functions:
                 out.append(
-                    Entry("group", _count_label("functions", len(m.functions)), where=m.where + ".functions",
+                    Entry("group", count_label("functions", len(m.functions)), where=m.where + ".functions",
                           children=lambda: [self.function_entry(f) for f in m.functions])
                 )
         out.append(
-            Entry("group", _count_label("problems", len(doc.problems)), where="",
+            Entry("group", count_label("problems", len(doc.problems)), where="",
                   children=(lambda: [self.problem_entry(p) for p in doc.problems]) if doc.problems else None)
         )
         out.append(self.findings_entry())
@@ -247,7 +185,7 @@ class EntryFactory:
     def findings_entry(self) -> Entry:
         """The ``findings (N)`` group of the document's current findings."""
         doc = self.doc
-        return Entry("group", _count_label("findings", len(doc.findings)), where="",
+        return Entry("group", count_label("findings", len(doc.findings)), where="",
                      children=(lambda: [self.finding_entry(f) for f in doc.findings]) if doc.findings else None)
 
     def header_entry(self) -> Entry:
@@ -293,11 +231,11 @@ class EntryFactory:
                 t.append_text(safe_text(v, limit=80))
                 out.append(Entry("meta", t, obj=(k, v), where=m.where))
             ops = list(m.opsets)
-            out.append(Entry("group", _count_label("opsets", len(ops)), where=m.where + ".opsets",
+            out.append(Entry("group", count_label("opsets", len(ops)), where=m.where + ".opsets",
                              children=(lambda: [self._opset_entry(i, o, m.where + ".opsets") for i, o in enumerate(ops)])
                              if ops else None))
             md = list(m.metadata)
-            out.append(Entry("group", _count_label("metadata", len(md)), where=m.where + ".metadata",
+            out.append(Entry("group", count_label("metadata", len(md)), where=m.where + ".metadata",
                              children=(lambda: [self._meta_entry(i, kv, m.where + ".metadata") for i, kv in enumerate(md)])
                              if md else None))
             return out
@@ -322,7 +260,7 @@ class EntryFactory:
             out = []
 
             def vals(name: str, items: tuple) -> Entry:
-                return Entry("group", _count_label(name, len(items)), where=f"{gw}.{name}",
+                return Entry("group", count_label(name, len(items)), where=f"{gw}.{name}",
                              children=(lambda: _chunked(f"{gw}.{name}", list(items),
                                                         lambda i, v: Entry("value", value_label(v), obj=v,
                                                                            where=v.where, graph=g), name))
@@ -332,17 +270,17 @@ class EntryFactory:
             out.append(vals("outputs", g.outputs))
             out.append(vals("value_info", g.value_info))
             inits = list(g.initializers)
-            out.append(Entry("group", _count_label("initializers", len(inits)), where=f"{gw}.initializers",
+            out.append(Entry("group", count_label("initializers", len(inits)), where=f"{gw}.initializers",
                              children=(lambda: _chunked(f"{gw}.initializers", inits,
                                                         lambda i, t: self.tensor_entry(t, g), "initializers"))
                              if inits else None))
             sp = list(g.sparse_initializers)
-            out.append(Entry("group", _count_label("sparse_initializers", len(sp)), where=f"{gw}.sparse_initializers",
+            out.append(Entry("group", count_label("sparse_initializers", len(sp)), where=f"{gw}.sparse_initializers",
                              children=(lambda: _chunked(f"{gw}.sparse_initializers", sp,
                                                         lambda i, s: self.sparse_entry(s, g), "sparse"))
                              if sp else None))
             nodes = g.nodes  # a reader NodeList is built when the group is opened, not now
-            out.append(Entry("group", _count_label("nodes", len(nodes)), where=f"{gw}.nodes",
+            out.append(Entry("group", count_label("nodes", len(nodes)), where=f"{gw}.nodes",
                              children=(lambda: self._node_list(g, nodes, f"{gw}.nodes")) if nodes else None))
             return out
 
@@ -402,10 +340,10 @@ class EntryFactory:
         def kids() -> list[Entry]:
             out = []
             if f.nodes:
-                out.append(Entry("group", _count_label("nodes", len(f.nodes)), where=f.where + ".nodes",
+                out.append(Entry("group", count_label("nodes", len(f.nodes)), where=f.where + ".nodes",
                                  children=lambda: self._node_list(None, list(f.nodes), f.where + ".nodes", f)))
             if f.attribute_defaults:
-                out.append(Entry("group", _count_label("attribute_defaults", len(f.attribute_defaults)),
+                out.append(Entry("group", count_label("attribute_defaults", len(f.attribute_defaults)),
                                  where=f.where + ".attribute_defaults",
                                  children=lambda: [self.attribute_entry(a, f) for a in f.attribute_defaults]))
             return out
@@ -413,8 +351,6 @@ class EntryFactory:
         return Entry("function", lab, obj=f, where=f.where, function=f, children=kids)
 
     def attribute_entry(self, a: Attribute, f: Function | None) -> Entry:
-        from .describe import attribute_value_text
-
         lab = safe_text(a.name, style="bold", limit=50)
         lab.append(" = ", style="dim")
         lab.append_text(attribute_value_text(a, limit=60))
