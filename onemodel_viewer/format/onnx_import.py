@@ -469,7 +469,8 @@ def _convert(mp, path: str, mode: str, raw_spans, raw_storage) -> tuple[Model, "
 
 def _resolve(model: Model, imp: _Importer) -> None:
     """Section 3's reading rules, as for a OneModel file: names, opsets, dependency order (``Graph.order``)."""
-    from .reader import Reporter, resolve
+    from .reporter import Reporter
+    from .rules import resolve
 
     report = Reporter(imp.strict)
     resolve(model, report)

@@ -1,0 +1,64 @@
+"""The problem reporter of the readers: strict raises the first problem, diagnose records every one.
+
+One code path for both modes: every check calls ``report(kind, where, offset, message)``, so
+strict's error is exactly diagnose's ``problems[0]``. ``offset=LOCATE`` asks for the file offset
+of the JSON value at ``where`` (:class:`.manifest.Locator`, failure path only; at most
+``LOCATE_CAP`` look-ups each for problems and for findings).
+"""
+
+from __future__ import annotations
+
+from . import manifest as _manifest
+from .errors import Finding, FormatError, Kind, Problem
+
+LOCATE_CAP = 2000
+"""Diagnose mode: how many problems, and how many findings, get a located manifest offset (the first look-up in
+each array is linear, later ones are cached; past the cap the offset is None)."""
+
+LOCATE = object()
+"""``offset`` argument: locate ``where`` in the manifest bytes."""
+
+
+class Reporter:
+    """Raises (strict) or records (diagnose) every problem: one code path for both modes."""
+
+    __slots__ = ("strict", "problems", "findings", "manifest", "base", "locate_cap", "_located", "_locator")
+
+    def __init__(self, strict: bool, locate_cap: int = LOCATE_CAP) -> None:
+        self.strict = strict
+        self.locate_cap = locate_cap
+        self.problems: list[Problem] = []
+        self.findings: list[Finding] = []
+        self.manifest: bytes | None = None
+        self.base = 64
+        self._located = [0, 0]  # problems, findings
+        self._locator: _manifest.Locator | None = None
+
+    def locate(self, where: str, finding: bool = False) -> int | None:
+        # problems and findings have a cap each: findings (e.g. thousands of duplicate keys) must
+        # not use up the look-ups of the problems, or diagnose's problems[0] would lose the offset
+        # that strict's error has
+        if self.manifest is None or self._located[finding] >= self.locate_cap:
+            return None
+        self._located[finding] += 1
+        if self._locator is None:
+            self._locator = _manifest.Locator(self.manifest)
+        found = self._locator.nearest(where)
+        return None if found is None else self.base + found[0]
+
+    def __call__(self, kind: Kind, where: str, offset, message: str) -> None:
+        if offset is LOCATE:
+            offset = self.locate(where)
+        if self.strict:
+            raise FormatError(kind, where, offset, message)
+        self.problems.append(Problem(kind, where, offset, message))
+
+    def finding(self, code: str, where: str, offset, message: str) -> None:
+        if offset is LOCATE:
+            offset = self.locate(where, finding=True)
+        self.findings.append(Finding(code, where, offset, message))
+
+    def release_manifest(self) -> None:
+        """Drop the manifest bytes and the locator's decoded copy (nothing is reported after the open)."""
+        self.manifest = None
+        self._locator = None
