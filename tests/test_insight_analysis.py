@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 
 from onemodel_viewer import format as omf
+from onemodel_viewer.analysis.facts import Facts
 from onemodel_viewer.analysis import byteinspect, npyexport, opschema, params, shapes, values
 from onemodel_viewer.analysis.neighbourhood import neighbourhood
 from onemodel_viewer.analysis.usedby import UsedBy
 from onemodel_viewer.format.dtypes import BY_NAME
 from onemodel_viewer.format.schema import Attribute, AttrType, Node, bits_from_float
-from onemodel_viewer.tui.entries import Facts
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import insight_models as im  # noqa: E402
@@ -359,3 +359,12 @@ def test_neighbourhood_marks_subgraph_reads(models):
     sub = [e for e in nb.edges if e.subgraph]
     assert [(nb.boxes[e.dst].name, e.value) for e in sub] == [("else_ww", "ww")]
     assert any(nb.boxes[b].kind == "output" for b in nb.levels[1])
+
+
+def test_shape_inference_in_a_child_process_gives_the_same_types(models):
+    """The viewer runs onnx's inference in a child (its C++ holds the GIL): same types as in process."""
+    doc = opened(models["constant_weights"])
+    g = doc.model.graph
+    here, there = shapes.infer_types(doc.model), shapes.infer_types(doc.model, isolate=True)
+    assert there.error == ""
+    assert {n: str(here.of(g, n)) for n in here.names(g)} == {n: str(there.of(g, n)) for n in there.names(g)}

@@ -126,19 +126,56 @@ def _pair(g: Graph, gp, out: Inferred, cancel: threading.Event | None) -> None:
                 _pair(sg, sgp, out, cancel)
 
 
-def infer_types(model: Model, cancel: threading.Event | None = None) -> Inferred:
-    """Run ONNX shape inference on ``model`` without its weights; never raises (the error is kept)."""
+_CHILD = (
+    "import sys\n"
+    "from onnx import onnx_cpp2py_export as C\n"
+    "sys.stdout.buffer.write(C.shape_inference.infer_shapes(sys.stdin.buffer.read(), False, False, False))\n"
+)
+"""The child of :func:`infer_types` with ``isolate``: serialized ModelProto in, inferred one out."""
+
+
+def _infer_in_child(mp, cancel: threading.Event | None):
+    """``infer_shapes`` in a child process: onnx's C++ inference holds the GIL for its whole run
+    (~0.3 s on 10^4 nodes), which would freeze the viewer's UI thread for as long."""
+    import subprocess
+    import sys
+
+    import onnx
+
+    proc = subprocess.Popen([sys.executable, "-c", _CHILD], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    try:
+        out, err = proc.communicate(mp.SerializeToString(), timeout=600)
+    except BaseException:
+        proc.kill()
+        proc.wait()
+        raise
+    if cancel is not None and cancel.is_set():
+        raise RuntimeError("cancelled")
+    if proc.returncode != 0:
+        lines = err.decode("utf-8", "replace").strip().splitlines()
+        raise RuntimeError(lines[-1] if lines else f"shape inference exited with status {proc.returncode}")
+    return onnx.ModelProto.FromString(out)
+
+
+def infer_types(model: Model, cancel: threading.Event | None = None, *, isolate: bool = False) -> Inferred:
+    """Run ONNX shape inference on ``model`` without its weights; never raises (the error is kept).
+
+    ``isolate``: run onnx's inference in a child process (the viewer does: it holds the GIL
+    throughout, so in a thread it would stop the UI thread; costs the child's start and onnx import).
+    """
     out = Inferred()
     try:
-        import onnx
         from onnx import shape_inference
 
         mp = weightless_proto(model)
         if cancel is not None and cancel.is_set():
             out.error = "cancelled"
             return out
-        inferred = shape_inference.infer_shapes(mp, check_type=False, strict_mode=False, data_prop=False)
-        del onnx
+        if isolate:
+            inferred = _infer_in_child(mp, cancel)
+        else:
+            inferred = shape_inference.infer_shapes(mp, check_type=False, strict_mode=False, data_prop=False)
     except Exception as e:  # a model onnx cannot take (diagnose-mode leftovers, deep nesting, a bad op)
         out.error = f"{type(e).__name__}: {e}"
         return out

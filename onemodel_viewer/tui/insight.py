@@ -118,7 +118,7 @@ class Insight:
         return count_model(model, self.cancel), per
 
     def _infer(self, model) -> Inferred:
-        inf = infer_types(model, self.cancel)
+        inf = infer_types(model, self.cancel, isolate=True)  # onnx's C++ would hold the GIL, freezing the UI
         inf.names(model.graph)  # index the main graph's types here, not on the UI thread
         return inf
 

@@ -108,16 +108,15 @@ class NeighbourhoodView(Widget, can_focus=True):
         return out
 
     def _label(self, b: int) -> tuple[str, bool]:
+        """The edges coming into ``b``: ``▼ value type · value type``, ``⇣`` first when one is a subgraph read."""
         ins = self.nb.edges_in(b)
         if not ins:
             return "", False
         sub = any(e.subgraph for e in ins)
-        first = ins[0]
-        text = ("⇣ " if first.subgraph else "▼ ") + safe_str(first.value, 40)
-        if first.type:
-            text += " " + first.type
-        if len(ins) > 1:
-            text += f" (+{len(ins) - 1})"
+        parts = [safe_str(e.value, 40) + (" " + e.type if e.type else "") for e in ins[:6]]
+        text = ("⇣ " if sub else "▼ ") + " · ".join(parts)
+        if len(ins) > 6:
+            text += f" (+{len(ins) - 6})"
         return text, sub
 
     def render_line(self, y: int) -> Strip:
