@@ -1,19 +1,79 @@
 """One table owns everything about a dtype: code, name, bit width, numpy/ml_dtypes type.
 
-Codes are ONNX ``TensorProto.DataType`` (spec section 2.5). numpy and ml_dtypes are
-imported only when values are decoded, so reading a manifest stays cheap.
+Codes are ONNX ``TensorProto.DataType`` (spec section 2.5), named by :class:`DataType`; the
+attribute type codes (section 2.4) are :class:`AttrType`. No other module compares a bare code.
+numpy and ml_dtypes are imported only when values are decoded, so reading a manifest stays cheap.
 """
 
 from __future__ import annotations
 
-from .records import record
+import enum
 from functools import cache
 from typing import TYPE_CHECKING
+
+from .records import record
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
-STRING = 8
+
+class DataType(enum.IntEnum):
+    """ONNX ``TensorProto.DataType`` (spec section 2.5): the codes of :data:`_TABLE`, by name."""
+
+    UNDEFINED = 0
+    FLOAT = 1
+    UINT8 = 2
+    INT8 = 3
+    UINT16 = 4
+    INT16 = 5
+    INT32 = 6
+    INT64 = 7
+    STRING = 8
+    BOOL = 9
+    FLOAT16 = 10
+    DOUBLE = 11
+    UINT32 = 12
+    UINT64 = 13
+    COMPLEX64 = 14
+    COMPLEX128 = 15
+    BFLOAT16 = 16
+    FLOAT8E4M3FN = 17
+    FLOAT8E4M3FNUZ = 18
+    FLOAT8E5M2 = 19
+    FLOAT8E5M2FNUZ = 20
+    UINT4 = 21
+    INT4 = 22
+    FLOAT4E2M1 = 23
+    FLOAT8E8M0 = 24
+    UINT2 = 25
+    INT2 = 26
+    FLOAT6E2M3 = 27
+    FLOAT6E3M2 = 28
+
+
+class AttrType(enum.IntEnum):
+    """ONNX ``AttributeProto.AttributeType`` (spec section 2.4)."""
+
+    UNDEFINED = 0
+    FLOAT = 1
+    INT = 2
+    STRING = 3
+    TENSOR = 4
+    GRAPH = 5
+    FLOATS = 6
+    INTS = 7
+    STRINGS = 8
+    TENSORS = 9
+    GRAPHS = 10
+    SPARSE_TENSOR = 11
+    SPARSE_TENSORS = 12
+    TYPE_PROTO = 13
+    TYPE_PROTOS = 14
+
+
+STRING = DataType.STRING
+COMPLEX = frozenset((DataType.COMPLEX64, DataType.COMPLEX128))
+"""The complex types (statistics over ``|z|``)."""
 
 
 @record
@@ -35,6 +95,10 @@ class DType:
     def numpy(self) -> "np.dtype":
         """The numpy dtype of one decoded element (little endian)."""
         return _numpy_dtype(self.numpy_name)
+
+    @property
+    def is_complex(self) -> bool:
+        return self.code in COMPLEX
 
     @property
     def is_subbyte(self) -> bool:
