@@ -359,6 +359,21 @@ def test_locator_walks_only_as_far_as_the_lookup_needs():
     assert top.done is False and list(top.keys) == ["a", "b"]
 
 
+def test_locator_keeps_8_bytes_per_member_of_a_huge_object():
+    """Regression: locating the duplicate-key finding of a manifest repeating one key 10^6 times
+    cost ~190 MB (a [start, end] list per member and a cached end for each): the walk keeps one
+    8-byte start a member, and ends only of containers and long values."""
+    n = 100_000
+    data = b'{"x":{' + b",".join([b'"k":0'] * n) + b',"big":[1,2],"s":"' + b"y" * 300 + b'"},"z":1}'
+    loc = M.Locator(data)
+    s, e, path = loc.nearest("manifest.x.k")
+    assert (path, data[s:e]) == ("manifest.x.k", b"0") and s == data.rindex(b'"k":0') + 4
+    members = loc._members[data.index(b"{", 1)]
+    assert len(members.spans) == n + 2 and members.spans.itemsize == 8
+    assert len(loc._ends) <= 3  # "x"'s container, the array, the 300-byte string
+    assert loc.nearest("manifest.z")[2] == "manifest.z" and loc.nearest("manifest.x.s")[2] == "manifest.x.s"
+
+
 def test_locator_without_unique_keys_reads_objects_to_the_end():
     data = b'{"a":1,"b":[1,2],"a":22}'
     for flags in LOCATOR_FLAGS:

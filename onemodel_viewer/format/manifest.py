@@ -45,6 +45,7 @@ import json
 import re
 import time
 from typing import Callable
+from array import array as _array
 from itertools import accumulate as _accumulate
 from itertools import repeat as _repeat
 from operator import itemgetter as _itemgetter
@@ -711,8 +712,8 @@ class _Members:
 
     def __init__(self, array: bool, pos: int) -> None:
         self.array = array
-        self.spans: list[list[int]] = []
-        """[value start, value end or -1 (not measured yet)], in stored order."""
+        self.spans = _array("q")
+        """Each member's value start, in stored order (8 bytes a member: an object may have 10^6)."""
         self.keys: dict[str, int] = {}
         """Objects: key -> index into ``spans`` (the last duplicate once seen)."""
         self.pos = pos
@@ -820,26 +821,26 @@ class Locator:
                 self._next(m)
                 if self.background and not len(m.spans) & 0xFFF:
                     self._turn()
-            return m.spans[step][0] if step < len(m.spans) else None
+            return m.spans[step] if step < len(m.spans) else None
         if self.unique_keys:
             k = m.keys.get(step)
             if k is not None:
-                return m.spans[k][0]
+                return m.spans[k]
             while not m.done:
                 if self._next(m) == step:
-                    return m.spans[-1][0]
+                    return m.spans[-1]
             return None
         while not m.done:
             self._next(m)
         k = m.keys.get(step)
-        return m.spans[k][0] if k is not None else None
+        return m.spans[k] if k is not None else None
 
     def _next(self, m: _Members):
         """Read one more member of ``m`` (skipping the previous member's value first); its key for objects."""
         text = self.text
         ws = _json_decoder.WHITESPACE.match
         if m.spans:  # step over the previous value, then ',' or the closing bracket
-            pos = ws(text, self._end(m.spans[-1][0], m.array)).end()
+            pos = ws(text, self._end(m.spans[-1], m.array)).end()
             if text.startswith(",", pos):
                 pos += 1
             elif text.startswith("]" if m.array else "}", pos):
@@ -865,7 +866,7 @@ class Locator:
             m.keys[key] = len(m.spans)
         if pos >= len(text):
             raise ValueError("truncated")
-        m.spans.append([pos, -1])
+        m.spans.append(pos)
         m.pos = pos
         return key
 
@@ -876,7 +877,10 @@ class Locator:
             raise LookupCancelled()
 
     def _end(self, pos: int, element: bool = False) -> int:
-        """End of the value starting at ``pos`` (cached). ``element``: an array element (expected small)."""
+        """End of the value starting at ``pos``. ``element``: an array element (expected small).
+
+        Cached for containers and long values only: a scalar is found again at once, and an entry
+        for each of 10^6 object members cost ~130 MB (a manifest repeating one key 10^6 times)."""
         end = self._ends.get(pos)
         if end is not None:
             return end
@@ -890,7 +894,8 @@ class Locator:
             end = _json_decoder.scanstring(text, pos + 1)[1]
         else:
             end = self._scan(text, pos)[1]
-        self._ends[pos] = end
+        if c == "[" or c == "{" or end - pos >= 256:
+            self._ends[pos] = end
         return end
 
 
