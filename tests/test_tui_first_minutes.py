@@ -196,3 +196,16 @@ async def test_broken_manifest_shows_the_message_not_press_p():
         lines = app.query_one(DetailPane).plain_lines()
         assert not any("press p" in line for line in lines)
         assert any(app.document.problems[0].message[:30] in line for line in lines)
+
+
+# ----------------------------------------------------------------------------- 20. small ones
+
+@aio
+async def test_cancel_with_nothing_running_says_so():
+    """``c`` with no statistics running did nothing at all."""
+    app = make_app(str(need(SHOWCASE)))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("c")
+        await pilot.pause()
+        assert any("nothing to cancel" in str(n.message) for n in app._notifications)

@@ -187,7 +187,9 @@ def run_check(files: list[str], as_json: bool = False, strict: bool = False) -> 
             if console is None:
                 from rich.console import Console
 
-                console = Console(highlight=False)
+                # a pipe or a file: no wrapping at 80 columns, no padding, no trailing spaces
+                tty = sys.stdout.isatty()
+                console = Console(highlight=False, soft_wrap=not tty, width=None if tty else 10_000)
             console.print(render(result, strict))
     shared = [(key, seen) for key, seen in readers.items() if len({m for m, _loc in seen}) > 1]
     if shared and not as_json:

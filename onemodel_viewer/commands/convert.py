@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 
 from ..format.errors import FormatError, Kind
 
@@ -57,6 +58,22 @@ def _warn(doc) -> None:
         print(f"{PROG}: warning: {CANNOT_RESTORE}", file=sys.stderr)
 
 
+def _plural(n: int, word: str) -> str:
+    return f"{n:,} {word}{'' if n == 1 else 's'}"
+
+
+def _wrote(doc, dst: str, seconds: float) -> None:
+    """One line on stdout: what was written (file, size, tensors, time)."""
+    from ..format.schema import all_tensors
+
+    try:
+        size = os.path.getsize(dst)
+    except OSError:
+        size = 0
+    n = len(all_tensors(doc.model))
+    print(f"wrote {_visible(dst)}: {size:,} bytes, {_plural(n, 'tensor')} in {seconds:.2f} s")
+
+
 def _run(src: str, dst: str, action) -> int:
     if _same(src, dst):
         return _error(Kind.IO, "destination", f"refusing to overwrite the source file {dst}")
@@ -67,7 +84,9 @@ def _run(src: str, dst: str, action) -> int:
                 p = doc.problems[0]
                 return _error(p.kind, p.where, p.message)
             _warn(doc)
+            started = time.monotonic()
             action(doc, dst)
+            _wrote(doc, dst, time.monotonic() - started)
         finally:
             doc.close()
     except FormatError as e:

@@ -726,6 +726,8 @@ class OneModelApp(InsightActions, App[int]):
     def action_cancel_stats(self) -> None:
         if self.query_one(StatsPanel).cancel():
             self.notify("statistics cancelled", timeout=2)
+        else:
+            self.notify("no statistics are running: nothing to cancel", timeout=2)
 
     def action_problems(self) -> None:
         doc = self.document
