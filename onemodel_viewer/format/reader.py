@@ -83,7 +83,7 @@ from .storage import FileStorage
 __all__ = ["BULK_NODES", "LOCATE_CAP", "Reporter", "duplicate_key_findings", "open_path", "open_with_manifest", "resolve", "sniff_onemodel"]
 
 BULK_NODES = 32
-"""Graphs with at least this many nodes, all sound on the fast path, get a lazily built :class:`~.schema.NodeList`."""
+"""Graphs with at least this many nodes, all stored as writers store them (:func:`.builder.plain_nodes`), get a lazily built :class:`~.schema.NodeList`."""
 
 
 def duplicate_key_findings(manifest: bytes, base: int = 64) -> list[Finding]:
