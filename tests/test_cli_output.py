@@ -48,3 +48,15 @@ def test_convert_and_export_say_what_they_wrote(tmp_path, flag, src, dst):
     line = r.stdout.strip()
     assert str(out) in line and f"{out.stat().st_size:,} bytes" in line
     assert "36 tensors" in line and line.endswith(" s")
+
+
+def test_cycle_message_names_its_nodes():
+    """``the nodes form a cycle of 2 node(s); 3 nodes cannot be ordered`` named no node."""
+    from onemodel_viewer import format as omf
+
+    doc = omf.open(str(need(HOSTILE / "InvalidModel-cycle-two-nodes.onemodel")), mode="diagnose")
+    try:
+        msg = doc.problems[0].message
+    finally:
+        doc.close()
+    assert "(n0 → n1 → n0)" in msg and "2 nodes" in msg and "node(s)" not in msg

@@ -288,9 +288,16 @@ class Resolver:
                 path.append(cur)
                 cur = next(p for p in deps[cur] if p in stuck_set)
             cycle = path[seen[cur]:]
+            # named in data-flow order (the walk went from consumer to producer), the first repeated
+            flow = cycle[::-1]
+            k = flow.index(min(cycle))
+            flow = flow[k:] + flow[:k]
+            names = [g.nodes[i].name or f"nodes[{i}]" for i in flow[:8]]
+            ring = " → ".join(names + ([f"… {len(flow) - 8} more"] if len(flow) > 8 else []) + [names[0]])
             self.bad(
                 Kind.INVALID_MODEL, _where_of(g.nodes)(min(cycle)),
-                f"the nodes form a cycle of {len(cycle)} node(s); {len(stuck)} nodes cannot be ordered",
+                f"the nodes form a cycle of {len(cycle)} node{'s' if len(cycle) != 1 else ''} ({ring}); "
+                f"{len(stuck)} node{'s' if len(stuck) != 1 else ''} cannot be ordered",
             )
             order.extend(stuck)
             return tuple(order), True
