@@ -1,7 +1,7 @@
 """Which nodes read each value, including nodes inside If/Loop/Scan bodies that read it from an enclosing graph.
 
 A graph's own readers come from the caller's producer/consumer facts (``facts.of(graph)`` with
-``consumers``, ``producer`` and ``initializer``: the viewer's ``tui.entries.Facts``; one walk per
+``consumers``, ``producer`` and ``initializer``: :class:`~.facts.Facts`; one walk per
 graph, already done for the main graph by the time anyone asks). This module adds the other
 kind: a node in a subgraph that names a value its own graph does not define reads it from the
 nearest enclosing graph that does (ONNX scoping; a subgraph's input, initializer or node output

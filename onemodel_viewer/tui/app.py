@@ -35,6 +35,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static, Tree
 from textual.worker import get_current_worker
 
+from ..analysis.facts import Facts
 from ..format.document import Document
 from ..format.errors import FormatError, Kind
 from ..format.schema import Tensor, walk_graphs
@@ -43,8 +44,8 @@ from .bytemap import ByteMap
 from .describe import Describer
 from .info_bar import InfoBar
 from .detail_pane import DetailPane
-from .entries import Entry, EntryFactory, Facts
 from .byte_inspector import ByteInspector
+from .entries import Entry, EntryFactory
 from .hex_view import HexView
 from .insight import Insight, InsightActions
 from .safe import human_size, safe_str, safe_text

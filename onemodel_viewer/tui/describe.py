@@ -11,10 +11,11 @@ from typing import Any, Callable
 
 from rich.text import Text
 
+from ..analysis.facts import Facts
 from ..format.document import Document
 from ..format.dtypes import name_of
 from ..format.schema import Function, Graph, Model, Node, SparseTensor, Tensor, ValueInfo
-from .entries import Entry, Facts
+from .entries import Entry
 from .formatters import attr_type_name, attribute_value_text, float_bits_text, join_texts, tensor_summary  # noqa: F401 (float_bits_text: re-exported)
 from .safe import human_size, safe_text
 

@@ -10,13 +10,13 @@ links find their way back into the tree (:func:`path_to`).
 from __future__ import annotations
 
 import re
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from rich.text import Text
 
+from ..analysis.facts import Facts
 from ..format.document import HEADER_FIELDS, Document
 from ..format.schema import Attribute, AttrType, Function, Graph, Model, Node, SparseTensor, Tensor
 from .formatters import attribute_value_text, count_label, graph_label, node_label, tensor_label, value_label
@@ -66,71 +66,6 @@ class Entry:
             lo, hi = self.index_range
             return lo <= int(m.group(1)) < hi
         return True
-
-
-# ----------------------------------------------------------------------------- graph facts
-
-@dataclass(eq=False)
-class GraphFacts:
-    """Names in one graph: declared types, producers and consumers (built once, on demand)."""
-
-    types: dict[str, Any]
-    """Value name -> declared :class:`Type` (or a tensor's type string)."""
-    producer: dict[str, int]
-    """Value name -> index of the node writing it."""
-    consumers: dict[str, list[int]]
-    """Value name -> indices of nodes reading it."""
-    initializer: dict[str, Tensor]
-    value_where: dict[str, str]
-    """Value name -> ``where`` of its declaration (input/output/value_info/initializer)."""
-
-
-class Facts:
-    """Cache of :class:`GraphFacts` per graph (identity-keyed)."""
-
-    def __init__(self) -> None:
-        self._cache: dict[int, tuple[Graph, GraphFacts]] = {}
-        self._lock = threading.Lock()
-
-    def of(self, g: Graph) -> GraphFacts:
-        """The facts of ``g``, computed once (thread-safe: the viewer computes the main graph's in a
-        worker after the first screen; a UI request meanwhile waits for that result)."""
-        hit = self._cache.get(id(g))
-        if hit is not None and hit[0] is g:
-            return hit[1]
-        with self._lock:
-            hit = self._cache.get(id(g))
-            if hit is not None and hit[0] is g:
-                return hit[1]
-            return self._compute(g)
-
-    def _compute(self, g: Graph) -> GraphFacts:
-        types: dict[str, Any] = {}
-        where: dict[str, str] = {}
-        init: dict[str, Tensor] = {}
-        for t in g.initializers:
-            types.setdefault(t.name, t.type_str())
-            where.setdefault(t.name, t.where)
-            init.setdefault(t.name, t)
-        for s in g.sparse_initializers:
-            types.setdefault(s.name, "sparse " + s.values.type_str())
-            where.setdefault(s.name, s.where)
-        for v in (*g.value_info, *g.outputs, *g.inputs):
-            if v.type is not None:
-                types[v.name] = v.type
-            where[v.name] = v.where
-        producer: dict[str, int] = {}
-        consumers: dict[str, list[int]] = {}
-        for i, n in enumerate(g.nodes):
-            for o in n.outputs:
-                if o:
-                    producer.setdefault(o, i)
-            for x in n.inputs:
-                if x:
-                    consumers.setdefault(x, []).append(i)
-        facts = GraphFacts(types, producer, consumers, init, where)
-        self._cache[id(g)] = (g, facts)
-        return facts
 
 
 # ----------------------------------------------------------------------------- children

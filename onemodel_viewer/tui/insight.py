@@ -22,12 +22,13 @@ from rich.text import Text
 from textual.app import SystemCommand
 from textual.worker import get_current_worker
 
+from ..analysis.facts import Facts
 from ..analysis.params import ParamCounts, count_graph, count_model
 from ..analysis.shapes import Inferred, constant_output_type, infer_types
 from ..analysis.usedby import Use, UsedBy
 from ..format.document import Document
 from ..format.schema import Graph, Node, SparseTensor, Tensor, Type, ValueInfo
-from .entries import Entry, Facts
+from .entries import Entry
 from .safe import human_size, safe_str, safe_text
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -1,0 +1,79 @@
+"""Names in a graph: declared types, producers, consumers, initializers (built once per graph, on demand).
+
+No UI here. The viewer builds the main graph's facts in a worker thread after the first screen
+(the node list's types and the detail pane's producers/consumers need them); the used-by map
+(:mod:`.usedby`) and the neighbourhood (:mod:`.neighbourhood`) read them through :meth:`Facts.of`.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from ..format.schema import Graph, Tensor
+
+__all__ = ["Facts", "GraphFacts"]
+
+
+@dataclass(eq=False)
+class GraphFacts:
+    """Names in one graph: declared types, producers and consumers (built once, on demand)."""
+
+    types: dict[str, Any]
+    """Value name -> declared :class:`Type` (or a tensor's type string)."""
+    producer: dict[str, int]
+    """Value name -> index of the node writing it."""
+    consumers: dict[str, list[int]]
+    """Value name -> indices of nodes reading it."""
+    initializer: dict[str, Tensor]
+    value_where: dict[str, str]
+    """Value name -> ``where`` of its declaration (input/output/value_info/initializer)."""
+
+
+class Facts:
+    """Cache of :class:`GraphFacts` per graph (identity-keyed)."""
+
+    def __init__(self) -> None:
+        self._cache: dict[int, tuple[Graph, GraphFacts]] = {}
+        self._lock = threading.Lock()
+
+    def of(self, g: Graph) -> GraphFacts:
+        """The facts of ``g``, computed once (thread-safe: the viewer computes the main graph's in a
+        worker after the first screen; a UI request meanwhile waits for that result)."""
+        hit = self._cache.get(id(g))
+        if hit is not None and hit[0] is g:
+            return hit[1]
+        with self._lock:
+            hit = self._cache.get(id(g))
+            if hit is not None and hit[0] is g:
+                return hit[1]
+            return self._compute(g)
+
+    def _compute(self, g: Graph) -> GraphFacts:
+        types: dict[str, Any] = {}
+        where: dict[str, str] = {}
+        init: dict[str, Tensor] = {}
+        for t in g.initializers:
+            types.setdefault(t.name, t.type_str())
+            where.setdefault(t.name, t.where)
+            init.setdefault(t.name, t)
+        for s in g.sparse_initializers:
+            types.setdefault(s.name, "sparse " + s.values.type_str())
+            where.setdefault(s.name, s.where)
+        for v in (*g.value_info, *g.outputs, *g.inputs):
+            if v.type is not None:
+                types[v.name] = v.type
+            where[v.name] = v.where
+        producer: dict[str, int] = {}
+        consumers: dict[str, list[int]] = {}
+        for i, n in enumerate(g.nodes):
+            for o in n.outputs:
+                if o:
+                    producer.setdefault(o, i)
+            for x in n.inputs:
+                if x:
+                    consumers.setdefault(x, []).append(i)
+        facts = GraphFacts(types, producer, consumers, init, where)
+        self._cache[id(g)] = (g, facts)
+        return facts
