@@ -367,6 +367,8 @@ def cases():
 
     def mkdir_sub(d):
         (d / "sub").mkdir()
+        # git keeps no empty folder: a file inside keeps the case reproducible from a clone
+        (d / "sub" / "README").write_text("a folder where the model names a weights file\n")
 
     def second_file(d):
         (d / "linked.data").write_bytes(f32(256))
