@@ -32,10 +32,10 @@ from __future__ import annotations
 import os
 import re
 import threading
+from dataclasses import dataclass
 
 from ..format.errors import Finding
 from ..format.onnx_external import ExternalFacts, open_regular
-from ..format.records import record
 
 __all__ = ["Span", "FileLayout", "external_layout", "external_findings", "ALIGN"]
 
@@ -46,7 +46,7 @@ MAX_FINDINGS_PER_CODE = 100
 _CHUNK = 1 << 20
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Span:
     """A byte range ``[start, end)`` of one weights file and what it is."""
 
@@ -64,7 +64,7 @@ class Span:
         return self.end - self.start
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class FileLayout:
     """One weights file."""
 

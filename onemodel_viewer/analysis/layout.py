@@ -36,11 +36,10 @@ from __future__ import annotations
 import bisect
 import os
 import threading
-from ..format.records import field, record
+from dataclasses import dataclass, field
 
 from ..format.document import HEADER_SIZE, Document
 from ..format.errors import Finding, FormatError
-from ..format.reader import fast_constructor
 from ..format.schema import all_tensors
 
 ALIGN = 64
@@ -51,7 +50,7 @@ CHUNK = 1 << 20
 MAX_FINDINGS_PER_CODE = 100
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Extent:
     """A byte range ``[start, end)`` of the file and what owns it."""
 
@@ -73,10 +72,9 @@ class Extent:
         return self.end - self.start
 
 
-_Extent = fast_constructor(Extent)
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Layout:
     extents: tuple[Extent, ...]
     """Non-empty extents, sorted, covering ``[0, size)`` without overlap."""
@@ -187,22 +185,22 @@ def _layout(doc: Document, sc: _Scanner) -> Layout:
     empties: list[Extent] = []
     pos = 0
     if size > 0:
-        ext.append(_Extent(0, min(HEADER_SIZE, size), "header"))
+        ext.append(Extent(0, min(HEADER_SIZE, size), "header"))
         pos = ext[-1].end
     if doc.manifest_span is not None and pos < size:
         mo, ml = doc.manifest_span
         if mo == pos and ml > 0:
-            ext.append(_Extent(mo, mo + ml, "manifest"))
+            ext.append(Extent(mo, mo + ml, "manifest"))
             pos = mo + ml
     data = doc.data_span
     if data is not None and pos <= data[0] <= size:
         do, dl = data
         if do > pos:
-            ext.append(_Extent(pos, do, "padding", nonzero=sc.nonzero(pos, do, None)))
+            ext.append(Extent(pos, do, "padding", nonzero=sc.nonzero(pos, do, None)))
         _data_extents(doc, do, do + dl, ext, empties, sc)
         pos = do + dl
     if pos < size:
-        ext.append(_Extent(pos, size, "gap", nonzero=sc.nonzero(pos, size, GAP_SCAN_LIMIT)))
+        ext.append(Extent(pos, size, "gap", nonzero=sc.nonzero(pos, size, GAP_SCAN_LIMIT)))
     empties.sort(key=lambda e: e.start)
     return Layout(
         tuple(ext), size, tuple(empties),
@@ -226,12 +224,12 @@ def _data_extents(doc, do: int, de: int, ext: list, empties: list, sc: _Scanner)
             if s < do or e > de:  # the reader refuses these; stay safe anyway
                 continue
             if s == e:
-                empties.append(_Extent(s, s, "tensor", (t.name,), (t.where,), owners=1))
+                empties.append(Extent(s, s, "tensor", (t.name,), (t.where,), owners=1))
             else:
                 spans.append((s, e, t.name, t.where))
     if not spans:
         if de > do:
-            ext.append(_Extent(do, de, "tail", nonzero=sc.nonzero(do, de, GAP_SCAN_LIMIT)))
+            ext.append(Extent(do, de, "tail", nonzero=sc.nonzero(do, de, GAP_SCAN_LIMIT)))
         return
     spans.sort()
     if all(a[1] <= b[0] for a, b in zip(spans, spans[1:])):
@@ -259,16 +257,16 @@ def _data_extents(doc, do: int, de: int, ext: list, empties: list, sc: _Scanner)
         if cnt:
             if keys is not last_keys:  # the same owners' names are not rebuilt per segment
                 names, wheres, last_keys = tuple(map(name_of, keys)), tuple(map(where_of, keys)), keys
-            ext.append(_Extent(s, e, "tensor" if cnt == 1 else "overlap", names, wheres, owners=cnt))
+            ext.append(Extent(s, e, "tensor" if cnt == 1 else "overlap", names, wheres, owners=cnt))
             prev_owner = (names[-1:], wheres[-1:])
             continue
         pad_end = min(e, -(-s // ALIGN) * ALIGN) if prev_owner is not None else s
         if pad_end > s:
-            ext.append(_Extent(s, pad_end, "padding", prev_owner[0], prev_owner[1], nonzero=sc.nonzero(s, pad_end, None)))
+            ext.append(Extent(s, pad_end, "padding", prev_owner[0], prev_owner[1], nonzero=sc.nonzero(s, pad_end, None)))
         if e > pad_end:
-            ext.append(_Extent(pad_end, e, "gap", nonzero=sc.nonzero(pad_end, e, GAP_SCAN_LIMIT)))
+            ext.append(Extent(pad_end, e, "gap", nonzero=sc.nonzero(pad_end, e, GAP_SCAN_LIMIT)))
     if de > last_end:
-        ext.append(_Extent(last_end, de, "tail", nonzero=sc.nonzero(last_end, de, GAP_SCAN_LIMIT)))
+        ext.append(Extent(last_end, de, "tail", nonzero=sc.nonzero(last_end, de, GAP_SCAN_LIMIT)))
 
 
 def _owner_segments(events: list, n: int, do: int) -> tuple[list[tuple[int, int, tuple[int, ...], int]], int]:
@@ -322,14 +320,14 @@ def _disjoint_extents(spans: list, do: int, de: int, ext: list, sc: _Scanner) ->
         if s > pos:
             pad_end = min(s, -(-pos // ALIGN) * ALIGN) if prev is not None else pos
             if pad_end > pos:
-                ext.append(_Extent(pos, pad_end, "padding", (prev[2],), (prev[3],), nonzero=sc.nonzero(pos, pad_end, None)))
+                ext.append(Extent(pos, pad_end, "padding", (prev[2],), (prev[3],), nonzero=sc.nonzero(pos, pad_end, None)))
             if s > pad_end:
-                ext.append(_Extent(pad_end, s, "gap", nonzero=sc.nonzero(pad_end, s, GAP_SCAN_LIMIT)))
-        ext.append(_Extent(s, e, "tensor", (name,), (where,), owners=1))
+                ext.append(Extent(pad_end, s, "gap", nonzero=sc.nonzero(pad_end, s, GAP_SCAN_LIMIT)))
+        ext.append(Extent(s, e, "tensor", (name,), (where,), owners=1))
         pos = e
         prev = (s, e, name, where)
     if de > pos:
-        ext.append(_Extent(pos, de, "tail", nonzero=sc.nonzero(pos, de, GAP_SCAN_LIMIT)))
+        ext.append(Extent(pos, de, "tail", nonzero=sc.nonzero(pos, de, GAP_SCAN_LIMIT)))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import operator
 
-from .builder_tensor import ABSENT, I64_MAX, I64_MIN, MAX_LEVEL, U32_MAX, TensorBuilder, all_strings, fast_constructor
+from .builder_tensor import ABSENT, I64_MAX, I64_MIN, MAX_LEVEL, U32_MAX, TensorBuilder, all_strings
 from .errors import Kind
 from .reporter import Reporter
 from .schema import Attribute, AttrType, Function, Graph, Model, Node, NodeList, OperatorSet, Type, ValueInfo
@@ -87,9 +87,6 @@ def plain_nodes(raw: list) -> list[int] | None:
         if not numbers_only(attributes):
             eager.append(i)
     return eager
-_ValueInfo = fast_constructor(ValueInfo)
-_Type = fast_constructor(Type)
-_Graph = fast_constructor(Graph)
 
 
 class Builder(TensorBuilder):
@@ -140,7 +137,7 @@ class Builder(TensorBuilder):
             self.function(f, f"manifest.functions[{i}]") for i, f in enumerate(self.opt_list(o, "functions", w))
         )
         if graph is None:
-            graph = _Graph(where="manifest.graph")
+            graph = Graph(where="manifest.graph")
         return Model(
             ir_version=ir if ir is not None else 0,
             graph=graph,
@@ -208,7 +205,7 @@ class Builder(TensorBuilder):
         ins, outs, vinfo, inits, sparse, nodes = arrays
         tl = level + 1
         vi = self.value_info
-        return _Graph(
+        return Graph(
             name=name,
             doc=doc,
             inputs=tuple([vi(x, f"{w}.inputs[{i}]", tl) for i, x in enumerate(ins)]),
@@ -226,13 +223,13 @@ class Builder(TensorBuilder):
     def value_info(self, o, w: str, type_level: int) -> ValueInfo:
         if type(o) is not dict:
             self.wrong(w, o, "a TypedName (an object)")
-            return _ValueInfo(name="", type=None, where=w)
+            return ValueInfo(name="", type=None, where=w)
         name = o.get("name", ABSENT)
         if type(name) is not str:
             name = self.req_str(o, "name", w)
         t = o.get("type", ABSENT)
         typ = None if t is ABSENT else self.type(t, f"{w}.type", type_level)
-        return _ValueInfo(name=name, type=typ, where=w)
+        return ValueInfo(name=name, type=typ, where=w)
 
     def type(self, o, w: str, level: int) -> Type | None:
         if level > MAX_LEVEL:
@@ -266,16 +263,16 @@ class Builder(TensorBuilder):
             else:
                 self.wrong(f"{w}.shape", shape, "an array")
                 dims = None
-            return _Type(kind=kind, elem=elem, shape=dims, where=w)
+            return Type(kind=kind, elem=elem, shape=dims, where=w)
         if kind == "sequence" or kind == "optional":
             inner = self.inner(o, "inner", w, level)
-            return _Type(kind=kind, inner=inner, where=w)
+            return Type(kind=kind, inner=inner, where=w)
         if kind == "map":
             key = self.req_int(o, "key", w)
             inner = self.inner(o, "inner", w, level)
-            return _Type(kind=kind, key=key or 0, inner=inner, where=w)
+            return Type(kind=kind, key=key or 0, inner=inner, where=w)
         if kind == "opaque":
-            return _Type(kind=kind, domain=self.opt_str(o, "domain", w), name=self.opt_str(o, "name", w), where=w)
+            return Type(kind=kind, domain=self.opt_str(o, "domain", w), name=self.opt_str(o, "name", w), where=w)
         self.bad(Kind.UNSUPPORTED, f"{w}.kind", f"unknown type kind {kind!r}")
         return None
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 from . import header as _header
 from .dtypes import DTYPES, STRING
 from .errors import Kind
-from .records import MISSING, record_fields
 from .reporter import LOCATE, Reporter
 from .schema import SparseTensor, Tensor
 from .storage import Storage
@@ -25,41 +24,6 @@ ABSENT = object()
 
 
 
-def fast_constructor(cls):
-    """A constructor for a frozen slotted record ``cls`` that skips ``object.__setattr__``.
-
-    It builds a mutable twin class with the same slots, sets the fields, then re-classes the
-    instance to ``cls``: the result is an ordinary ``cls`` instance (frozen, same repr/eq), built
-    ~9x faster. Falls back to ``cls`` itself when the twin is not layout-compatible.
-    """
-    fields = record_fields(cls)
-    names = tuple(name for name, _default in fields)
-    if getattr(cls, "__slots__", None) != names:  # pragma: no cover - schema changed shape
-        return cls
-    ns: dict = {"_cls": cls}
-    params = []
-    for name, default in fields:
-        if default is not MISSING:
-            ns[f"_d_{name}"] = default
-            params.append(f"{name}=_d_{name}")
-        else:
-            params.append(name)
-    body = "".join(f"    self.{n} = {n}\n" for n in names)
-    src = f"def __init__(self, {', '.join(params)}):\n{body}    self.__class__ = _cls\n"
-    exec(src, ns)  # noqa: S102 - generated from the record's own field names
-    twin = type(f"_{cls.__name__}Maker", (), {"__slots__": names, "__init__": ns["__init__"]})
-    try:
-        probe = twin(**{name: None for name, default in fields if default is MISSING})
-        if type(probe) is not cls:  # pragma: no cover
-            return cls
-    except TypeError:  # pragma: no cover - layouts not compatible on this Python
-        return cls
-    return twin
-
-
-
-
-_Tensor = fast_constructor(Tensor)
 
 
 def all_strings(items: list) -> bool:
@@ -223,13 +187,13 @@ class TensorBuilder:
         vals = o.get("values", ABSENT)
         if vals is ABSENT:
             self.req_missing(w, "values", "a Tensor")
-            values = _Tensor(name="", dtype=0, dims=(), where=f"{w}.values")
+            values = Tensor(name="", dtype=0, dims=(), where=f"{w}.values")
         else:
             values = self.tensor(vals, f"{w}.values")
         idx = o.get("indices", ABSENT)
         if idx is ABSENT:
             self.req_missing(w, "indices", "a Tensor")
-            indices = _Tensor(name="", dtype=0, dims=(), where=f"{w}.indices")
+            indices = Tensor(name="", dtype=0, dims=(), where=f"{w}.indices")
         else:
             indices = self.tensor(idx, f"{w}.indices")
         dims = self.dims(o, w, required=False)
@@ -276,7 +240,7 @@ class TensorBuilder:
     def tensor(self, o, w: str) -> Tensor:
         if type(o) is not dict:
             self.wrong(w, o, "a Tensor (an object)")
-            return _Tensor(name="", dtype=0, dims=(), where=w)
+            return Tensor(name="", dtype=0, dims=(), where=w)
         get = o.get
         good = True
         name = get("name", "")
@@ -316,16 +280,16 @@ class TensorBuilder:
                     good = False
             if count is not None and len(svals) != count:
                 self.bad(Kind.INVALID_MODEL, f"{w}.strings", f"{len(svals)} strings for {count} elements")
-            return _Tensor(name=name, dtype=dtype, dims=dims, doc=doc, strings=svals, where=w)
+            return Tensor(name=name, dtype=dtype, dims=dims, doc=doc, strings=svals, where=w)
         if strings is not ABSENT:
             self.bad(Kind.MALFORMED, f"{w}.strings", "only string tensors (dtype 8) have 'strings'")
             good = False
         if data is ABSENT:
             self.req_missing(w, "data", "an object {offset, length}")
-            return _Tensor(name=name, dtype=dtype, dims=dims, doc=doc, where=w)
+            return Tensor(name=name, dtype=dtype, dims=dims, doc=doc, where=w)
         if type(data) is not dict:
             self.wrong(f"{w}.data", data, "an object {offset, length}")
-            return _Tensor(name=name, dtype=dtype, dims=dims, doc=doc, where=w)
+            return Tensor(name=name, dtype=dtype, dims=dims, doc=doc, where=w)
         offset = data.get("offset", ABSENT)
         length = data.get("length", ABSENT)
         if not (type(offset) is int and 0 <= offset <= I64_MAX):
@@ -369,8 +333,8 @@ class TensorBuilder:
                 )
                 good = False
         if good and do is not None and self.storage is not None:
-            return _Tensor(
+            return Tensor(
                 name=name, dtype=dtype, dims=dims, doc=doc, offset=offset, length=length,
                 file_offset=do + offset, storage=self.storage, where=w,
             )
-        return _Tensor(name=name, dtype=dtype, dims=dims, doc=doc, offset=offset, length=length, where=w)
+        return Tensor(name=name, dtype=dtype, dims=dims, doc=doc, offset=offset, length=length, where=w)

@@ -7,7 +7,7 @@ document holds every problem found and whatever part of the model is sound.
 
 from __future__ import annotations
 
-from .records import field, record
+from dataclasses import dataclass, field
 
 from .errors import Finding, Problem
 from .schema import Model
@@ -29,7 +29,7 @@ HEADER_FIELDS: tuple[tuple[str, int, int], ...] = (
 """(name, offset, size) of each header field (spec section 1.1)."""
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Header:
     """The 64-byte header as decoded (values as stored, before validation)."""
 
@@ -52,7 +52,7 @@ class Header:
         raise KeyError(name)
 
 
-@record(frozen=False)
+@dataclass(slots=True)
 class Document:
     """An opened OneModel or ONNX file."""
 

@@ -8,10 +8,9 @@ numpy and ml_dtypes are imported only when values are decoded, so reading a mani
 from __future__ import annotations
 
 import enum
+from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING
-
-from .records import record
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -76,7 +75,7 @@ COMPLEX = frozenset((DataType.COMPLEX64, DataType.COMPLEX128))
 """The complex types (statistics over ``|z|``)."""
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class DType:
     """One element type of section 2.5."""
 

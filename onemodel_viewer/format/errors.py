@@ -15,7 +15,7 @@ stable ``code``.
 from __future__ import annotations
 
 import enum
-from .records import record
+from dataclasses import dataclass
 
 
 class Kind(str, enum.Enum):
@@ -34,7 +34,7 @@ class Kind(str, enum.Enum):
         return self.value
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Problem:
     """One reason a file is not a valid model."""
 
@@ -57,7 +57,7 @@ class Problem:
         return out
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Finding:
     """Something worth seeing that does not make the file invalid."""
 

@@ -22,8 +22,7 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
-
-from .records import record
+from dataclasses import dataclass
 
 __all__ = ["ExternalRef", "ExternalFacts", "parse_digits", "unsafe_location", "locate", "hf_cache_blob", "sha1_of",
            "open_regular", "OUTSIDE_HINT"]
@@ -33,7 +32,7 @@ OUTSIDE_HINT = ("symlinks are followed only inside the model's folder, or in a H
 """What to do about a location refused because it resolves outside the model's folder."""
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class ExternalRef:
     """One tensor's external data, as resolved by the importer (its range lies inside the file)."""
 
@@ -48,7 +47,7 @@ class ExternalRef:
     length: int
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class ExternalFacts:
     """What an ONNX document's external data looks like (``Document.extra`` of an ONNX document)."""
 

@@ -20,16 +20,16 @@ from __future__ import annotations
 import os
 import re
 from contextlib import ExitStack
+from dataclasses import dataclass, field
 
 from .errors import FormatError, Kind
 from .onnx_external import unsafe_location
-from .records import field, record
 from .schema import Tensor
 
 __all__ = ["ExternalOptions", "WeightsFile", "plan", "write_weights", "parse_size", "keep_locations"]
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class ExternalOptions:
     """How ``--export`` lays out external data."""
 
@@ -45,7 +45,7 @@ class ExternalOptions:
     """``id(tensor)`` -> ``(location relative to the destination's folder, offset, length)``: left where it is."""
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class WeightsFile:
     """One weights file to write: its location, its path, and ``(tensor, offset)`` in offset order."""
 

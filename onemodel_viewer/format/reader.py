@@ -72,7 +72,6 @@ from . import header as _header
 from . import manifest as _manifest
 from . import ort as _ort
 from .builder import Builder
-from .builder_tensor import fast_constructor  # noqa: F401 - re-exported for analysis.layout
 from .document import HEADER_SIZE, Document
 from .errors import Finding, FormatError, Kind
 from .reporter import LOCATE, LOCATE_CAP, Reporter

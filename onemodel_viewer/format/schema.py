@@ -14,11 +14,11 @@ import math
 import struct
 import threading
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Iterator, Union
 
 from .dtypes import DTYPES, STRING, DType, name_of
 from .errors import FormatError, Kind
-from .records import field, record
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -55,7 +55,7 @@ def bits_from_float(value: float) -> int:
     return struct.unpack("<I", struct.pack("<f", value))[0]
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Type:
     """A value type (spec section 2.7)."""
 
@@ -88,7 +88,7 @@ class Type:
         return self.kind
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class ValueInfo:
     """A TypedName: graph input, output or value_info entry."""
 
@@ -97,7 +97,7 @@ class ValueInfo:
     where: str = ""
 
 
-@record(eq=False)
+@dataclass(frozen=True, slots=True, eq=False)
 class Tensor:
     """A tensor (spec section 2.5). Bytes stay in their storage until asked for."""
 
@@ -174,7 +174,7 @@ class Tensor:
             raise FormatError(Kind.UNSUPPORTED, self.where + ".dims", None, f"numpy cannot shape {self.dims}: {e}") from e
 
 
-@record(eq=False)
+@dataclass(frozen=True, slots=True, eq=False)
 class SparseTensor:
     """A sparse tensor (spec section 2.6). ``values.name`` is its name."""
 
@@ -191,7 +191,7 @@ class SparseTensor:
 AttrValue = Union[int, bytes, Tensor, "Graph", SparseTensor, Type, tuple, None]
 
 
-@record(eq=False)
+@dataclass(frozen=True, slots=True, eq=False)
 class Attribute:
     """A node attribute or function attribute default (spec section 2.4).
 
@@ -239,7 +239,7 @@ class Attribute:
         return ()
 
 
-@record(eq=False)
+@dataclass(frozen=True, slots=True, eq=False)
 class Node:
     """A node (spec section 2.3)."""
 
@@ -429,7 +429,7 @@ def nodes_with_contents(nodes: Sequence["Node"]) -> list["Node"]:
     return [n for n in nodes if n.attributes]
 
 
-@record(eq=False)
+@dataclass(frozen=True, slots=True, eq=False)
 class Graph:
     """A graph (spec section 2.2)."""
 
@@ -452,13 +452,13 @@ class Graph:
         return tuple(self.nodes[i] for i in self.order)
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class OperatorSet:
     domain: str
     version: int
 
 
-@record(eq=False)
+@dataclass(frozen=True, slots=True, eq=False)
 class Function:
     """A model-local function (spec section 2.8). Carried, not expanded."""
 
@@ -482,7 +482,7 @@ class Function:
         return tuple(self.nodes[i] for i in self.order)
 
 
-@record(eq=False)
+@dataclass(frozen=True, slots=True, eq=False)
 class Model:
     """The top-level object (spec section 2.1)."""
 

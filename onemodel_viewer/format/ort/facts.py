@@ -7,7 +7,7 @@ and the layout screen show it; the diff, the writers and the exporters never nee
 
 from __future__ import annotations
 
-from ..records import field, record
+from dataclasses import dataclass, field
 
 VERSIONS: dict[str, str] = {
     "1": "written by ONNX Runtime 1.5-1.6; read by full builds up to today (saved optimizations ignored), not by minimal builds since 1.8",
@@ -29,7 +29,7 @@ ONNX type, with an ``ort-unloadable-dtype`` finding: ONNX Runtime 1.32 writes IN
 then refuses its own file."""
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Span:
     """One object of the flatbuffer: ``kind`` root/vtable/table/vector/string/payload, its owner's schema path."""
 
@@ -39,7 +39,7 @@ class Span:
     owner: str
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class NodeFacts:
     """What ORT keeps for a node beyond the ONNX fields."""
 
@@ -53,7 +53,7 @@ class NodeFacts:
     implicit_inputs: tuple[str, ...] = ()
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Payload:
     """Where an initializer's bytes lie in the file, and whether they can be used where they are."""
 
@@ -75,7 +75,7 @@ class Payload:
         return self.offset % 4096
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class KernelTypeStr:
     """One entry of the kernel type-string resolver: an op id and its type-string arguments."""
 
@@ -84,7 +84,7 @@ class KernelTypeStr:
     """(kernel type string, ((arg type 0 input/1 output, index), ...))."""
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class RuntimeOptimization:
     """A saved runtime-optimization record of a graph."""
 
@@ -95,7 +95,7 @@ class RuntimeOptimization:
     produced_op_ids: tuple[str, ...]
 
 
-@record(frozen=False, eq=False)
+@dataclass(slots=True, eq=False)
 class OrtFacts:
     """Everything ORT-specific about one opened ``.ort`` file."""
 
