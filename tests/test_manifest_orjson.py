@@ -192,21 +192,28 @@ def test_orjson_minimum_in_pyproject_has_the_exact_limit():
 
 
 @pytest.mark.parametrize(
-    "data,at",
+    "data",
     [
-        (b'{"a":[1,2,]}', b"]"),  # orjson says the comma; the standard library the bracket
-        (b'{"a":04}', b"4"),
-        (b'{"a":"abc', b'"abc'),  # unterminated: the string's start, not the end of the data
-        ('{"日本":1,}'.encode(), b"}"),
-        (b'{"a" 1}', b"1"),
-        (b'{"a":[1,-Infinity]}', b"-Infinity"),
-        (b'{"a":1}} ', b"} "),
-        (b'{"a":tru}', b"tru"),
+        b'{"a":[1,2,]}',  # orjson says the comma; the standard library the bracket (the comma on 3.13)
+        b'{"a":04}',  # orjson: the number; the standard library: after its first digit
+        b'{"a":"abc',  # unterminated: the string's start, not the end of the data
+        '{"日本":1,}'.encode(),
+        b'{"a" 1}',
+        b'{"a":1}} ',
+        b'{"a":tru}',
     ],
 )
-def test_syntax_errors_keep_their_offsets(data, at):
-    e = parse_err(data)
-    assert where_of(e) == (Kind.MALFORMED, "manifest", 64 + data.rindex(at))
+def test_syntax_errors_keep_the_standard_librarys_offsets(data):
+    """orjson's positions differ (and count characters): the problem is where this Python's json says."""
+    with pytest.raises(json.JSONDecodeError) as ei:
+        json.loads(data.decode())
+    expected = len(data.decode()[: ei.value.pos].encode())
+    assert where_of(parse_err(data)) == (Kind.MALFORMED, "manifest", 64 + expected)
+
+
+def test_minus_infinity_is_reported_at_its_minus_sign():
+    data = b'{"a":[1,-Infinity]}'  # orjson stops after the sign
+    assert where_of(parse_err(data)) == (Kind.MALFORMED, "manifest", 64 + data.index(b"-Infinity"))
 
 
 def test_memoryview_parses_like_bytes():
@@ -340,28 +347,17 @@ def _reachable_dups(parsed: M.Parsed) -> set:
 
 def _reference_dups(text: bytes) -> set:
     """The old way: the standard library's object_pairs_hook, then the objects the value reaches."""
-    found: dict[int, list] = {}
+    found: list = []  # keeps every such dict alive: an id is not reused by a later one
 
     def hook(pairs):
         d = dict(pairs)
         if len(d) != len(pairs):
             seen: set = set()
-            found[id(d)] = [k for k, _ in pairs if k in seen or seen.add(k)]
+            found.append((d, [k for k, _ in pairs if k in seen or seen.add(k)]))
         return d
 
     value = json.loads(text, object_pairs_hook=hook)
-    return _reachable_dups(M.Parsed(value, [(d, found[id(d)]) for d in _all_dicts(value) if id(d) in found]))
-
-
-def _all_dicts(v):
-    stack = [v]
-    while stack:
-        x = stack.pop()
-        if type(x) is dict:
-            yield x
-            stack.extend(x.values())
-        elif type(x) is list:
-            stack.extend(x)
+    return _reachable_dups(M.Parsed(value, found))
 
 
 _KEYS = st.sampled_from(['"a"', '"\\u0061"', '"b"', '":"', '"\\u003a"', '"\\\\u003a"', '"é"', '"\\u00e9"', '"k:v"'])
