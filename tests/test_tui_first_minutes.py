@@ -209,3 +209,48 @@ async def test_cancel_with_nothing_running_says_so():
         await pilot.press("c")
         await pilot.pause()
         assert any("nothing to cancel" in str(n.message) for n in app._notifications)
+
+
+# ----------------------------------------------------------------------------- 9. messages wrap
+
+@aio
+async def test_problem_messages_wrap_in_the_problems_table():
+    """Messages were cut in the problems table with no hint that they scroll."""
+    app = make_app(str(need(HOSTILE / "InvalidModel-cycle-two-nodes.onemodel")))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("p")
+        await settle(pilot)
+        screen = " ".join(" ".join(line.split()) for line in screen_lines(app))
+        words = app.document.problems[0].message.split()
+        # every word of the message is on the screen, in order, within 80 columns
+        pos = 0
+        for w in words:
+            pos = screen.find(w, pos)
+            assert pos >= 0, w
+
+
+@aio
+async def test_stats_failure_wraps_and_does_not_promise_a_reload_fixes_it(monkeypatch):
+    """``statistics failed: … (r: reload the file)`` was cut, and a reload does not fix a corrupt file."""
+    import onemodel_viewer.analysis.stats as stats_mod
+    from onemodel_viewer.format.errors import FormatError, Kind
+    from onemodel_viewer.tui.stats_panel import StatsPanel
+
+    tail = "and this is the end of a long message"
+
+    def broken(tensor, **kw):
+        raise FormatError(Kind.MALFORMED, "tensor", None, "the bytes of this tensor cannot be decoded " * 3 + tail)
+
+    monkeypatch.setattr(stats_mod, "compute_stats", broken)
+    app = make_app(str(need(SHOWCASE)))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        app.reveal(app.document.model.graph.initializers[0].where)
+        await settle(pilot)
+        panel = app.query_one(StatsPanel)
+        assert panel.state == "error"
+        assert "(r: reload the file)" not in panel.summary_text()
+        r = panel.content_region
+        shown = " ".join(" ".join(line[r.x:r.right].split()) for line in screen_lines(app)[r.y:r.bottom])
+        assert tail in shown

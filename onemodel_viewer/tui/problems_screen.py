@@ -34,7 +34,9 @@ class ProblemsScreen(ModalScreen[Any]):
         self._n_problems = len(problems)
 
     def compose(self) -> ComposeResult:
-        title = Text(f" {self._n_problems} problem(s), {len(self.records) - self._n_problems} finding(s)", style="bold")
+        n_find = len(self.records) - self._n_problems
+        title = Text(f" {self._n_problems} problem{'s' if self._n_problems != 1 else ''}, "
+                     f"{n_find} finding{'s' if n_find != 1 else ''}", style="bold")
         title.append("   enter: go to · escape: close", style="dim")
         yield Static(title, id="problems-title")
         yield DataTable(cursor_type="row", zebra_stripes=True, id="problems-table")
@@ -42,12 +44,22 @@ class ProblemsScreen(ModalScreen[Any]):
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
-        table.add_columns("kind", "where", "offset", "message")
+        rows = []
         for i, r in enumerate(self.records):
             is_problem = i < self._n_problems
             kind = Text(str(r.kind) if is_problem else r.code, style="bold red" if is_problem else "yellow")
             off = Text("-" if r.offset is None else f"0x{r.offset:x}", style="cyan")
-            table.add_row(kind, safe_text(r.where, limit=60), off, safe_text(r.message, limit=200), key=str(i))
+            rows.append((kind, safe_text(r.where, limit=60), off, safe_text(r.message, limit=400)))
+        # the message column takes what the others leave, and its text wraps (a row grows): never cut
+        fixed = [max([len(h)] + [row[c].cell_len for row in rows]) for c, h in enumerate(("kind", "where", "offset"))]
+        room = self.app.size.width - fixed[0] - fixed[2] - 2 * 4 - 2
+        where_w = min(fixed[1], max(16, room * 2 // 5))
+        table.add_column("kind")
+        table.add_column("where", width=where_w)
+        table.add_column("offset")
+        table.add_column("message", width=max(20, room - where_w))
+        for i, row in enumerate(rows):
+            table.add_row(*row, key=str(i), height=None)
         if not self.records:
             table.add_row(Text("none", style="green"), Text("the file is valid"), Text(""), Text(""))
         table.focus()

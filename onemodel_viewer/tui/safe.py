@@ -86,7 +86,7 @@ def fit_text(text: Text, width: int) -> Text:
         cuts.add(a + len(run) - len(run.lstrip(" ")))
         cuts.add(b - (len(run) - len(run.rstrip(" "))))
     cuts = sorted(c for c in cuts if 0 <= c <= len(plain))
-    pieces: list[list] = []  # [text, may be cut, is the first word]
+    pieces: list[list] = []  # [text, may be cut, is the first word, drawn dim or cyan]
     first = True
     for a, b in zip(cuts, cuts[1:]):
         if a >= b:
@@ -96,7 +96,7 @@ def fit_text(text: Text, width: int) -> Text:
         numeric = any(_is_number_style(st) for st in styles)
         alpha = any(ch.isalpha() or ch == "_" for ch in word)
         name = alpha and (not numeric or (len(word) >= 8 and not any(ch.isdigit() for ch in word)))
-        pieces.append([text[a:b], name, first and alpha])
+        pieces.append([text[a:b], name, first and alpha, numeric])
         if alpha:
             first = False
     others = any(p[1] and not p[2] for p in pieces)
@@ -104,28 +104,34 @@ def fit_text(text: Text, width: int) -> Text:
     def total() -> int:
         return sum(p[0].cell_len for p in pieces)
 
+    def shortest(floor: int) -> int:  # the length with every name cut to ``floor``
+        return sum(min(p[0].cell_len, floor) if p[1] and (others is False or not p[2]) else p[0].cell_len
+                   for p in pieces)
+
+    # whole pieces go from the end (never the first word), marked by one ``…``, while the names
+    # cannot give enough room keeping 6 characters each; then the names are cut to fit
+    dropped = False
+    while len(pieces) > 1 and shortest(6) + 2 * dropped > width and not pieces[-1][2] and (pieces[-1][3] or not pieces[-1][1]):
+        pieces.pop()
+        dropped = True
+        while len(pieces) > 1 and not pieces[-1][0].plain.strip():
+            pieces.pop()
+    room = width - 2 * dropped
+
     def cut_names(first_word: bool) -> None:
-        while total() > width:
+        while total() > room:
             names = [p for p in pieces if p[1] and p[2] == first_word and p[0].cell_len > 2]
             if not names:
                 return
             p = max(names, key=lambda p: p[0].cell_len)
             piece = p[0].copy()
-            piece.truncate(max(2, piece.cell_len - (total() - width)), overflow="ellipsis")
+            piece.truncate(max(2, piece.cell_len - (total() - room)), overflow="ellipsis")
             p[0], p[1] = piece, False  # each name is cut once: then the next one
 
     cut_names(False)
-    if not others:  # the first word is the only name (``initializers (34)``): cut it before any count
-        cut_names(True)
-    dropped = False
-    while len(pieces) > 1 and total() + dropped > width and not pieces[-1][2]:
-        pieces.pop()  # still too long: whole pieces from the end (never the first word)
-        dropped = True
-    while dropped and len(pieces) > 1 and not pieces[-1][0].plain.strip():
-        pieces.pop()
     cut_names(True)
     out = Text(style=text.style, end=text.end, no_wrap=True)
-    for piece, _, _ in pieces:
+    for piece, *_ in pieces:
         out.append_text(piece)
     if dropped:
         out.append(" …" if out.cell_len + 2 <= width else "…", style="dim")

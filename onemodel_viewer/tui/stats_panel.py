@@ -97,6 +97,8 @@ class StatsPanel(Vertical):
     DEFAULT_CSS = """
     StatsPanel { height: auto; max-height: 8; }
     StatsPanel > #stats-summary { height: auto; text-wrap: nowrap; text-overflow: ellipsis; }
+    StatsPanel > #stats-summary.message { text-wrap: wrap; }
+    StatsPanel.message { max-height: 14; }
     StatsPanel > #stats-hist-row { height: 1; }
     #stats-hist-row > Sparkline { width: 1fr; height: 1; margin: 0 0; }
     #stats-hist-row > #stats-hist-note { width: auto; height: 1; color: $warning; }
@@ -174,6 +176,8 @@ class StatsPanel(Vertical):
             self.cancel()
         self._tensor = t
         summary = self.query_one("#stats-summary", Static)
+        summary.remove_class("message")
+        self.remove_class("message")
         if t is None:
             self.state = "idle"
             summary.update(Text("select a tensor; s computes statistics", style="dim"))
@@ -276,8 +280,10 @@ class StatsPanel(Vertical):
             summary.update(Text("statistics cancelled (s: compute again)", style="yellow"))
         elif error is not None:
             self.state = "error"
+            summary.add_class("message")  # a message is wrapped, never cut
+            self.add_class("message")
             summary.update(Text.assemble(("statistics failed: ", "bold red"), safe_text(error, limit=300),
-                                         ("  (r: reload the file)", "dim")))
+                                         ("  (if the file changed on disk, r reloads it)", "dim")))
         else:
             self._render_stats(t, s)
 
