@@ -36,6 +36,7 @@ from textual.widgets import Footer, Static, Tree
 from textual.worker import get_current_worker
 
 from ..analysis.facts import Facts
+from ..analysis.search import SearchIndex
 from ..format.document import Document
 from ..format.errors import FormatError, Kind
 from ..format.schema import Tensor, walk_graphs
@@ -79,62 +80,6 @@ def count_tensors(doc: Document) -> int:
     return 0 if doc.model is None else len(all_tensors(doc.model))
 
 
-class SearchIndex:
-    """Names of nodes, tensors and values, searchable by substring.
-
-    ``items`` are in manifest-path order (path components compared, numbers as numbers: within a graph ``initializers``, ``inputs``, ``nodes`` (each followed by the graphs
-    in its attributes), ``outputs``, ``sparse_initializers``, ``value_info``; functions before
-    the graph). They are produced in that order by one walk, not sorted (a key per item cost
-    ~3 µs: seconds for a million nodes); ``tests/test_tui_units.py`` checks the order against
-    the sort on every bundled file.
-    """
-
-    def __init__(self, doc: Document, cancel: threading.Event | None = None) -> None:
-        self.items: list[tuple[str, str, str]] = []
-        """(lower-case haystack, where, description); incomplete when ``cancel`` was set."""
-        self._cancel = cancel
-        m = doc.model
-        if m is None:
-            return
-        add = self.items.append
-        for f in m.functions:
-            if cancel is not None and cancel.is_set():
-                return
-            add((f"{f.domain}:{f.name}".lower(), f.where, f"function {f.name}"))
-            for n in f.nodes:
-                add((f"{n.op} {n.name}".lower(), n.where, f"{n.op} {n.name}"))
-                for a in n.attributes:
-                    for g in a.graphs():
-                        self._graph(g)
-        self._graph(m.graph)
-
-    def _graph(self, g) -> None:
-        if self._cancel is not None and self._cancel.is_set():  # once per graph: the loops stay lean
-            return
-        add = self.items.append
-        for t in g.initializers:
-            add((t.name.lower(), t.where, f"tensor {t.name}"))
-        for v in g.inputs:
-            add((v.name.lower(), v.where, f"value {v.name}"))
-        for n in g.nodes:
-            add((f"{n.op} {n.name} {' '.join(n.outputs)}".lower(), n.where, f"{n.op} {n.name}"))
-            for a in n.attributes:
-                for sub in a.graphs():
-                    self._graph(sub)
-        for v in g.outputs:
-            add((v.name.lower(), v.where, f"value {v.name}"))
-        for s in g.sparse_initializers:
-            add((s.name.lower(), s.where, f"sparse {s.name}"))
-        for v in g.value_info:
-            add((v.name.lower(), v.where, f"value {v.name}"))
-
-    def find(self, query: str) -> list[tuple[str, str]]:
-        q = query.strip().lower()
-        if not q:
-            return []
-        return [(w, d) for h, w, d in self.items if q in h and w]
-
-
 class OneModelApp(InsightActions, App[int]):
     """Tree + detail + stats + hex over one :class:`Document`."""
 
@@ -160,10 +105,10 @@ class OneModelApp(InsightActions, App[int]):
         Binding("greater_than_sign", "tree_width(1)", "Wider tree", show=False),
         Binding("question_mark", "help", "Help"),
         Binding("u", "used_by", "Used by", show=False),
-        Binding("a", "neighbourhood", "Around"),
+        Binding("a", "neighbourhood", "Around", show=False),
         Binding("P", "parameters", "Params", show=False),
         Binding("o", "operator_help", "Op help", show=False),
-        Binding("v", "values", "Values"),
+        Binding("v", "values", "Values", show=False),
         Binding("e", "export_npy", "Export .npy", show=False),
         Binding("i", "toggle_inspector", "Inspect", show=False),
         Binding("y", "copy('name')", "Copy name", show=False),
@@ -429,7 +374,9 @@ class OneModelApp(InsightActions, App[int]):
         parts: list[tuple[Text, int, bool]] = [(Text("onemodel-view", style="bold"), 20, False)]
         parts.append((Text(" ") + safe_text(os.path.basename(doc.path), style="bold", limit=60), 90, True))
         parts.append((Text(f"  {human_size(doc.size)}", style="dim"), 40, True))
-        parts.append((Text(doc.source, style="dim"), 30, False))
+        bad_magic = doc.header is None and any(p.where == "header.magic" for p in doc.problems)
+        parts.append((Text("not a OneModel file (bad magic)", style="bold red") if bad_magic and doc.source == "onemodel"
+                      else Text(doc.source, style="dim"), 95 if bad_magic else 30, False))
         counts = self._counts
         if counts is None or counts[0] is not doc:  # walked once per document, not on every info-bar refresh
             counts = self._counts = (doc, count_tensors(doc), count_nodes(doc))
@@ -658,7 +605,7 @@ class OneModelApp(InsightActions, App[int]):
     def action_help(self) -> None:
         from .help_screen import HelpScreen
 
-        self.push_screen(HelpScreen())
+        self.push_screen(HelpScreen(self.query_one(HexView).swatches()))
 
     def action_toggle_theme(self) -> None:
         self.theme = "textual-light" if self.current_theme.dark else "textual-dark"
@@ -834,17 +781,16 @@ def _pause_gc() -> None:
     while reading it and while Textual builds the screen would walk them again (~12% of the
     first screen's CPU on a 10,000-node model). :func:`_resume_gc` runs after the first screen.
     """
-    import gc
+    from ..process import pause_gc
 
-    gc.disable()
+    pause_gc()
 
 
 def _resume_gc() -> None:
     """Freeze what exists (the model stays out of later collections) and turn the GC back on."""
-    import gc
+    from ..process import freeze_gc
 
-    gc.freeze()
-    gc.enable()
+    freeze_gc()
 
 
 def _unopenable(doc: Document) -> bool:
