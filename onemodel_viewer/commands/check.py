@@ -28,13 +28,13 @@ is ``InvalidModel`` at ``onnx.checker``.
 
 from __future__ import annotations
 
-import gc
 import json
 import os
 import sys
 from dataclasses import dataclass, field
 
 from ..format.errors import Finding, FormatError, Kind, Problem
+from ..process import paused_gc
 
 EXCERPT = 64
 """Bytes of hex excerpt shown around a problem's offset."""
@@ -153,16 +153,8 @@ def run_check(files: list[str], as_json: bool = False, strict: bool = False) -> 
         # cyclic GC would only walk them (measured: ~15% of a --check of an LLM-sized file).
         # Per file, so a long list of files does not grow without collection.
         _HELD.clear()  # the previous file's records
-        was_enabled = gc.isenabled()
-        gc.disable()
-        try:
+        with paused_gc():
             result = check_file(path, _HELD)
-        finally:
-            if was_enabled:
-                from ..format.reader import promote_survivors
-
-                promote_survivors()  # the held records: no gen-0 scan of them at gc.enable()
-                gc.enable()
         for fl in result.files:
             seen = readers.setdefault(_file_key(fl.real), [])
             result.shared[fl.path] = [m for m, _loc in seen if m != path]

@@ -62,12 +62,12 @@ Findings reported at open time (cheap): ``wide-data-offset``, ``missing-graph-ar
 
 from __future__ import annotations
 
-import gc
 import os
 import stat
 import sys
 import threading
 
+from ..process import paused_gc
 from . import header as _header
 from . import manifest as _manifest
 from . import ort as _ort
@@ -76,7 +76,6 @@ from .document import HEADER_SIZE, Document
 from .errors import Finding, FormatError, Kind
 from .reporter import LOCATE, LOCATE_CAP, Reporter
 from .rules import resolve
-from .schema import promote_survivors
 from .storage import FileStorage
 
 __all__ = ["BULK_NODES", "LOCATE_CAP", "Reporter", "duplicate_key_findings", "open_path", "open_with_manifest", "resolve", "sniff_onemodel"]
@@ -213,23 +212,13 @@ def _read(doc: Document, first: bytes, report: Reporter, keep: list | None = Non
         return
     data = storage.read(64, mlen)
     report.manifest = data
-    # The parse and the build allocate ~10^5 objects that all stay alive: collecting during
-    # them is pure cost (measured: ~1/3 of the open time).
-    was_enabled = gc.isenabled()
-    gc.disable()
     try:
-        built = _with_stack_room(_parse_and_build, data, h, verdict, report, storage, keep)
+        with paused_gc():  # ~10^5 records that all stay alive: collecting during the build is ~1/3 of an open
+            built = _with_stack_room(_parse_and_build, data, h, verdict, report, storage, keep)
     finally:
         # lazily built node lists keep the builder (and this reporter) alive: not the manifest bytes
-        # and the locator's decoded copy of them (nothing is reported after the open)
         report.release_manifest()
-        if was_enabled:
-            promote_survivors()
-            gc.enable()
-    if built is None:
-        return
-    model = built
-    doc.model = model
+    doc.model = built
 
 
 _STACK_ROOM = 800

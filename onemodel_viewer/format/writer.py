@@ -21,12 +21,12 @@ copied through ``memoryview`` slices or ``os.copy_file_range``.
 from __future__ import annotations
 
 import base64
-import gc
 import json
 import os
 from dataclasses import replace
 from typing import Callable, Iterable
 
+from ..process import paused_gc
 from .document import HEADER_SIZE
 from .dtypes import DTYPES, STRING
 from .errors import FormatError, Kind
@@ -379,10 +379,9 @@ def encode_manifest(model: Model) -> bytes:
     a node always carries name, domain, overload, inputs, outputs, attributes and
     a graph always carries its six arrays. Floats are bit patterns, bytes base64.
     """
-    was_enabled = gc.isenabled()
-    gc.disable()  # building ~10^5 small dicts: the cyclic GC would triple the time
     try:
-        text = json.dumps(manifest_dict(model), separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+        with paused_gc():  # building ~10^5 small dicts: the cyclic GC would triple the time
+            text = json.dumps(manifest_dict(model), separators=(",", ":"), ensure_ascii=False, allow_nan=False)
         return text.encode("utf-8")
     except UnicodeEncodeError as e:
         raise FormatError(Kind.INVALID_MODEL, "manifest", None, "a name or text is not valid Unicode (lone surrogate)") from e
@@ -390,9 +389,6 @@ def encode_manifest(model: Model) -> bytes:
         raise FormatError(Kind.INVALID_MODEL, "manifest", None, f"cannot encode the manifest: {e}") from e
     except RecursionError as e:
         raise FormatError(Kind.UNSUPPORTED, "manifest", None, "the model is nested too deeply to encode") from e
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def header_bytes(manifest_length: int, data_length_: int) -> bytes:
