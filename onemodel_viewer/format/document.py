@@ -3,6 +3,7 @@
 ``format.open(path, mode)`` returns a :class:`Document`. In ``strict`` mode a
 problem raises :class:`~.errors.FormatError` instead; in ``diagnose`` mode the
 document holds every problem found and whatever part of the model is sound.
+A document is a context manager: ``with format.open(path) as doc:`` closes its file.
 """
 
 from __future__ import annotations
@@ -87,3 +88,9 @@ class Document:
     def close(self) -> None:
         if self.storage is not None:
             self.storage.close()
+
+    def __enter__(self) -> "Document":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
