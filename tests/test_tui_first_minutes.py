@@ -254,3 +254,99 @@ async def test_stats_failure_wraps_and_does_not_promise_a_reload_fixes_it(monkey
         r = panel.content_region
         shown = " ".join(" ".join(line[r.x:r.right].split()) for line in screen_lines(app)[r.y:r.bottom])
         assert tail in shown
+
+
+# ----------------------------------------------------------------------------- 11. bad magic
+
+@aio
+async def test_bad_magic_is_not_called_onnx_or_onemodel_and_says_what_the_file_starts_with():
+    """A bad-magic file was labelled ``onnx protobuf`` in the hex pane and ``onemodel`` in the top bar."""
+    app = make_app(str(need(HOSTILE / "Malformed-magic-bad.onemodel")))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        top = screen_lines(app)[0]
+        assert "bad magic" in top and "· onemodel ·" not in top
+        assert "onnx" not in str(app.query_one(HexView).border_subtitle)
+        assert "onnx" not in app.bytemap.owner_at(0)
+        msg = app.document.problems[0].message
+        assert "ONEMODEX" in msg and "4f 4e 45 4d 4f 44 45 58" in msg
+
+
+# ----------------------------------------------------------------------------- 12. colours
+
+@aio
+async def test_hex_colours_are_readable_in_both_themes_and_padding_is_dim():
+    """Light theme: offsets and padding were white on light grey; dark theme: padding bright white."""
+    from textual.color import Color
+
+    from onemodel_viewer.tui.hex_view import MIN_CONTRAST, contrast
+
+    app = make_app(str(need(SHOWCASE)))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        for theme in ("textual-dark", "textual-light"):
+            app.theme = theme
+            await pilot.pause()
+            st = app.query_one(HexView).swatches()
+            bg = Color.from_rich_color(st["base"].bgcolor)
+            fg = Color.from_rich_color(st["base"].color)
+            hl = Color.from_rich_color(st["highlight"].bgcolor)
+            for name, style in st.items():
+                if name in ("base", "highlight"):
+                    continue
+                c = Color.from_rich_color(style.color)
+                on = Color.from_rich_color(style.bgcolor)
+                assert contrast(c, on) >= MIN_CONTRAST, (theme, name)
+                if name != "cursor":  # a selected byte keeps its colour on the selection's tint
+                    assert contrast(c, hl) >= MIN_CONTRAST, (theme, name, "selected")
+            pad = Color.from_rich_color(st["padding"].color)
+            assert contrast(pad, bg) < contrast(fg, bg), theme  # padding is dimmer than text
+
+
+@aio
+async def test_help_legend_shows_the_hex_colours():
+    """The help's colour legend named the colours without showing them."""
+    from onemodel_viewer.tui.help_screen import HelpScreen
+
+    app = make_app(str(need(SHOWCASE)))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        swatches = app.query_one(HexView).swatches()
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        assert app.screen._swatch(("header",)).spans[0].style == swatches["header"]
+
+
+# ----------------------------------------------------------------------------- 13. hex width
+
+@aio
+async def test_wide_hex_pane_uses_the_width():
+    """At 200 columns the hex pane still showed 16 bytes per line."""
+    app = make_app(str(need(SHOWCASE)))
+    async with app.run_test(size=(200, 40)) as pilot:
+        await settle(pilot)
+        hexv = app.query_one(HexView)
+        assert hexv.bytes_per_line in (24, 32)
+        # a click on the last byte of a line is that byte
+        line = hexv._render_hex_line(0, hexv.scrollable_content_region.width).text
+        x = line.index("  ", 12 + 3 * hexv.bytes_per_line) - 2
+        assert hexv.offset_at(x, 0) == hexv.bytes_per_line - 1
+    app = make_app(str(need(SHOWCASE)))
+    async with app.run_test(size=(300, 40)) as pilot:
+        await settle(pilot)
+        assert app.query_one(HexView).bytes_per_line == 32
+
+
+# ----------------------------------------------------------------------------- 5. unnamed nodes
+
+def test_unnamed_node_is_labelled_by_its_first_output():
+    """420 identical ``▶ Constant`` rows: an unnamed node could not be told apart."""
+    from onemodel_viewer.format.schema import Node
+    from onemodel_viewer.tui.formatters import node_label
+
+    try:
+        n = Node(op="Constant", name="", domain="", inputs=(), outputs=("conv2d_10.w_0",), attributes=(), where="w")
+    except TypeError:
+        pytest.skip("Node's constructor changed")
+    assert node_label(n).plain == "Constant → conv2d_10.w_0"

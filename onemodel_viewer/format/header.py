@@ -103,7 +103,9 @@ def check(first64: bytes, real_length: int, report: Report) -> HeaderVerdict:
     ``first64`` holds the first ``min(64, real_length)`` bytes of the file.
     """
     if first64[:8] != MAGIC:
-        report(Kind.MALFORMED, "header.magic", 0, f"the file does not start with {MAGIC.decode()!r}")
+        head = first64[:8]
+        report(Kind.MALFORMED, "header.magic", 0, f"the file does not start with {MAGIC.decode()!r}: it starts with "
+               + (f"{head!r} ({head.hex(' ')})" if head else "nothing (it is empty)"))
         return HeaderVerdict(None, False, False)
     if real_length < HEADER_SIZE or len(first64) < HEADER_SIZE:
         report(Kind.MALFORMED, "header", 0, f"the file is {real_length} bytes, shorter than the 64-byte header")

@@ -90,8 +90,10 @@ class ByteMap:
             from .ort_regions import ort_regions
 
             base.extend(ort_regions(doc, Region))
-        elif self.size:
+        elif self.size and doc.source == "onnx":
             base.append(Region(0, self.size, "onnx", "onnx protobuf"))
+        elif self.size:  # no header read (bad magic, too short): bytes of no known kind
+            base.append(Region(0, self.size, "none", "unrecognised bytes"))
         if doc.model is not None:
             tensors = _tensor_regions(all_tensors(doc.model), lambda t: in_file(t, doc))
         self._index(base, tensors)

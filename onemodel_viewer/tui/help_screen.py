@@ -39,14 +39,15 @@ KEYS = (
 )
 
 COLOURS = (
-    ("header", "the 64-byte header (fields named on the right)"),
-    ("manifest", "the JSON manifest"),
-    ("padding", "zero padding before the data region"),
-    ("tensor", "tensor bytes (two alternating colours)"),
-    ("overlap", "bytes owned by more than one tensor"),
-    ("gap", "data-region bytes no tensor owns"),
-    ("•", "a line starting on a 64-byte boundary"),
+    ("header", "the 64-byte header (fields named on the right)", ("header",)),
+    ("manifest", "the JSON manifest", ("manifest",)),
+    ("padding", "zero padding before the data region", ("padding",)),
+    ("tensor", "tensor bytes (two alternating colours)", ("tensor-a", "tensor-b")),
+    ("overlap", "bytes owned by more than one tensor", ("overlap",)),
+    ("gap", "data-region bytes no tensor owns", ("data",)),
+    ("•", "a line starting on a 64-byte boundary", ("mark",)),
 )
+"""(name, meaning, the hex pane's style names drawn as its swatch)."""
 
 
 class HelpScreen(ModalScreen[None]):
@@ -60,6 +61,18 @@ class HelpScreen(ModalScreen[None]):
                                   border: round $accent; background: $panel; padding: 0 1; }
     """
 
+    def __init__(self, swatches: dict | None = None) -> None:
+        super().__init__()
+        self.swatches = swatches or {}
+        """The hex pane's styles by name (:meth:`.hex_view.HexView.swatches`): the legend shows them."""
+
+    def _swatch(self, names: tuple[str, ...]) -> Text:
+        t = Text()
+        for i, name in enumerate(names):
+            style = self.swatches.get(name)
+            t.append(" 4f 4e" if i else "4f 4e", style=style or "")
+        return t
+
     def compose(self) -> ComposeResult:
         keys = Table.grid(padding=(0, 2))
         keys.add_column(style="bold")
@@ -68,9 +81,10 @@ class HelpScreen(ModalScreen[None]):
             keys.add_row(k, d)
         colours = Table.grid(padding=(0, 2))
         colours.add_column(style="bold")
+        colours.add_column(no_wrap=True)
         colours.add_column()
-        for k, d in COLOURS:
-            colours.add_row(k, d)
+        for k, d, names in COLOURS:
+            colours.add_row(k, self._swatch(names), d)
         with VerticalScroll():
             yield Static(Text("onemodel-view — keys", style="bold"))
             yield Static(keys)

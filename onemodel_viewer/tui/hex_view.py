@@ -22,6 +22,7 @@ from rich.style import Style
 from textual import events
 from textual.binding import Binding
 from textual.cache import LRUCache
+from textual.color import Color
 from textual.geometry import Size
 from textual.message import Message
 from textual.reactive import reactive
@@ -32,6 +33,39 @@ from ..format.errors import FormatError
 from ..format.storage import Storage
 from .bytemap import ByteMap
 from .safe import safe_str
+
+
+ANNOTATION_ROOM = 16
+"""Cells kept for the owner annotation before a line grows to 24 or 32 bytes."""
+
+MIN_CONTRAST = 3.0
+"""Least contrast ratio (WCAG) of any hex pane colour against the pane's background, in any theme."""
+
+MUTED = {"offset": 0.35, "annotation": 0.35, "data": 0.3, "padding": 0.5}
+"""Colours drawn as the foreground faded toward the background by this much (dim, never brighter)."""
+
+
+def _luminance(c: Color) -> float:
+    def lin(v: int) -> float:
+        x = v / 255
+        return x / 12.92 if x <= 0.03928 else ((x + 0.055) / 1.055) ** 2.4
+
+    return 0.2126 * lin(c.r) + 0.7152 * lin(c.g) + 0.0722 * lin(c.b)
+
+
+def contrast(a: Color, b: Color) -> float:
+    """WCAG contrast ratio of two colours (1 to 21)."""
+    la, lb = sorted((_luminance(a), _luminance(b)), reverse=True)
+    return (la + 0.05) / (lb + 0.05)
+
+
+def readable(colour: Color, background: Color, foreground: Color, least: float = MIN_CONTRAST) -> Color:
+    """``colour`` moved toward ``foreground`` until it reads on ``background`` (at least ``least``)."""
+    for step in range(11):
+        c = colour.blend(foreground, step / 10)
+        if contrast(c, background) >= least:
+            return c
+    return foreground
 
 
 class HexView(ScrollView, can_focus=True):
@@ -173,9 +207,15 @@ class HexView(ScrollView, can_focus=True):
         self._styles = None
         self._invalidate()
 
+    def _line_width(self, bpl: int) -> int:
+        """Cells of a line of ``bpl`` bytes (mark, offset, hex in groups of 8, ASCII), no annotation."""
+        return 1 + self._offset_width() + 2 + bpl * 3 + max(0, bpl // 8 - 1) + 1 + bpl
+
     def _update_virtual_size(self) -> None:
         width = self.scrollable_content_region.width or self.size.width or 80
-        bpl = 16 if width >= 76 else 8 if width >= 40 else 4
+        # a wide pane shows more bytes per line, keeping room for the owner annotation
+        bpl = next((n for n in (32, 24) if self._line_width(n) + ANNOTATION_ROOM <= width), 0) or (
+            16 if width >= 76 else 8 if width >= 40 else 4)
         if bpl != self._bpl:
             self._bpl = bpl
             self._cache.clear()
@@ -196,12 +236,42 @@ class HexView(ScrollView, can_focus=True):
     def _get_styles(self) -> dict[str, Style]:
         if self._styles is None:
             base = self.rich_style
-            self._styles = {
+            styles = {
                 name[len("hex--"):]: base + self.get_component_rich_style(name, partial=True)
                 for name in self.COMPONENT_CLASSES
             }
-            self._styles["base"] = base
+            # The theme's muted text colours are "auto" colours that come out white here (white on
+            # light grey in the light theme; padding bright instead of dim in the dark one): the
+            # muted colours are the foreground faded toward the background, and every colour is
+            # kept readable on the background (MIN_CONTRAST) in both themes.
+            fg = Color.from_rich_color(base.color) if base.color is not None else Color(224, 224, 224)
+            bg = Color.from_rich_color(base.bgcolor) if base.bgcolor is not None else Color(30, 30, 30)
+            hl = styles["highlight"].bgcolor
+            # the selection: a tint of its colour (its CSS alpha is lost in a Rich style)
+            hl_bg = bg.blend(Color.from_rich_color(hl), 0.3) if hl is not None else bg
+            styles["highlight"] = Style(bgcolor=hl_bg.rich_color)
+            for name, style in styles.items():
+                if name in ("highlight", "cursor"):
+                    continue
+                colour = fg.blend(bg, MUTED[name]) if name in MUTED else (
+                    Color.from_rich_color(style.color) if style.color is not None else fg)
+                for step in range(11):  # readable on the background and on the selection
+                    c = colour.blend(fg, step / 10)
+                    if min(contrast(c, bg), contrast(c, hl_bg)) >= MIN_CONTRAST:
+                        break
+                styles[name] = style + Style(color=c.rich_color, bgcolor=bg.rich_color)
+            cur = styles["cursor"]
+            if cur.bgcolor is not None:  # the cursor: black or white, whichever reads on its colour
+                cb = Color.from_rich_color(cur.bgcolor)
+                ink = max((Color(0, 0, 0), Color(255, 255, 255)), key=lambda c: contrast(c, cb))
+                styles["cursor"] = cur + Style(color=ink.rich_color)
+            styles["base"] = base
+            self._styles = styles
         return self._styles
+
+    def swatches(self) -> dict[str, Style]:
+        """The colour of each region kind as drawn now (``header``, ``padding``, ``tensor-a``...): the help's legend."""
+        return dict(self._get_styles())
 
     def render_line(self, y: int) -> Strip:
         line_no = int(self.scroll_offset.y) + y
@@ -262,7 +332,7 @@ class HexView(ScrollView, can_focus=True):
                 segs.append(Segment(f"{data[i]:02x}", byte_style(i)))
             else:
                 segs.append(Segment("  ", st["base"]))
-            sep = "  " if (i == 7 and bpl == 16) else " "
+            sep = "  " if (i % 8 == 7 and bpl >= 16 and i != bpl - 1) else " "
             # the separator keeps the highlight when both neighbours are highlighted
             if hl is not None and i + 1 < len(data) and hl[0] <= start + i and start + i + 1 < hl[1]:
                 segs.append(Segment(sep, st["base"] + st["highlight"]))
@@ -315,11 +385,14 @@ class HexView(ScrollView, can_focus=True):
         col = x - (1 + self._offset_width() + 2)
         if col < 0:
             return None
-        hex_width = self._bpl * 3 + (1 if self._bpl == 16 else 0)
+        groups = self._bpl // 8 if self._bpl >= 16 else 1
+        hex_width = self._bpl * 3 + groups - 1
         if col < hex_width:
-            if self._bpl == 16 and col >= 8 * 3:
-                col -= 1
-            i = col // 3
+            if groups > 1:  # groups of 8 bytes, one more space between them
+                g, within = divmod(col, 8 * 3 + 1)
+                i = g * 8 + min(within // 3, 7)
+            else:
+                i = col // 3
         else:
             i = col - hex_width - 1
             if not 0 <= i < self._bpl:
