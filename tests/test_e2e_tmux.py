@@ -173,3 +173,65 @@ def test_e2e_missing_file_exits_1_without_traceback(tmux_factory, tmp_path):
     screen = t.wait_for("__EXITED__")
     assert "__EXITED__ 1" in screen
     assert "Traceback" not in screen
+
+
+def test_e2e_insight_views_on_a_real_model(tmux_factory, tmp_path):
+    """Each insight view opens on the bundled showcase model in a real terminal: neighbourhood, operator
+    help, used-by, values, parameters, byte inspector, .npy export."""
+    t = tmux_factory(need(SHOWCASE))
+    t.wait_for("Structure")
+
+    def search(text: str, expect: str) -> None:
+        t.keys("/")
+        t.wait_for("Search nodes, tensors")
+        t.keys(text, literal=True)
+        t.keys("Enter")
+        t.wait_for(expect)
+
+    def back() -> None:
+        t.keys("Escape")
+        t.wait_until(lambda s: "Structure" in s, "the main screen")
+
+    search("layers.0.attn.q_proj", "MatMul  layers.0.attn.q_proj")
+    t.keys("a")
+    screen = t.wait_for("neighbourhood of MatMul")
+    assert "layers.0.attn.q.cast" in screen or "Cast" in screen
+    t.keys("Down")
+    t.wait_for("out ")
+    back()
+    t.keys("o")
+    screen = t.wait_for("since version")
+    assert "transA" not in screen or "default" in screen
+    back()
+    t.keys("u")
+    t.wait_for("reader(s)")
+    back()
+    search("embed.tokens", "float16 (code 10)")
+    t.keys("v")
+    screen = t.wait_for("values embed.tokens")
+    assert "slice [:r, :]" in screen
+    back()
+    t.keys("e")
+    t.wait_for("Write the tensor to a .npy file")
+    out = tmp_path / "exported.npy"
+    t.wait_for("embed.tokens.npy")  # the suggested name: the input is ready
+    t.keys("C-u")
+    t.wait_until(lambda s: "embed.tokens.npy" not in s, "the emptied input")
+    t.keys(str(out), literal=True)
+    t.wait_for(out.name)
+    t.keys("Enter")
+    t.wait_until(lambda s: out.exists() or "not written" in s, "the .npy file")
+    assert out.exists(), t.screen()
+    import numpy as np
+
+    from onemodel_viewer import format as omf
+
+    doc = omf.open(str(SHOWCASE), mode="diagnose")
+    tokens = next(x for x in doc.model.graph.initializers if x.name == "embed.tokens")
+    np.testing.assert_array_equal(np.load(out), tokens.values())
+    t.keys("P")
+    t.wait_for("largest tensors")
+    back()
+    t.keys("i")
+    t.wait_for("u16")
+    t.keys("q")
