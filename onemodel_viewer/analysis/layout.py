@@ -401,10 +401,10 @@ def noncanonical(doc: Document, parsed=None) -> Finding | None:
     """``noncanonical-manifest`` when the section 4 writer would emit other manifest bytes.
 
     With ``parsed`` (the parsed manifest of this very open, duplicate keys detected), a cheap
-    proof (:func:`~onemodel_viewer.format.manifest.canonical_text` and
-    :func:`~onemodel_viewer.format.manifest.canonical_structure`: ~3 ms for an LLM-sized
+    proof (:func:`~onemodel_viewer.format.canonical.canonical_text` and
+    :func:`~onemodel_viewer.format.canonical.canonical_structure`: ~3 ms for an LLM-sized
     manifest) settles the common canonical case; anything it cannot prove goes through the exact
-    comparison (:func:`~onemodel_viewer.format.manifest.writer_difference`), which gives the
+    comparison (:func:`~onemodel_viewer.format.canonical.writer_difference`), which gives the
     finding's offset without encoding the whole model: a manifest with the writer's structure is
     compared with orjson's encoding of its parse, any other is encoded a record at a time up to
     its first differing byte (another writer's key order: the first object).
@@ -416,7 +416,7 @@ def noncanonical(doc: Document, parsed=None) -> Finding | None:
         have = doc.storage.read(mo, ml)
     except (FormatError, ValueError):
         return None
-    from ..format.manifest import canonical_structure, canonical_text, writer_difference
+    from ..format.canonical import canonical_structure, canonical_text, writer_difference
 
     # the structure first: another writer's key order fails it at the first object
     structured = parsed is not None and canonical_structure(parsed.value)

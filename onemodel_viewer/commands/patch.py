@@ -46,7 +46,8 @@ from typing import NamedTuple
 from ..format.document import HEADER_FIELDS, HEADER_SIZE
 from ..format.errors import FormatError, Kind
 from ..format.header import MAGIC
-from ..format.manifest import join, locate, split_path
+from ..format.manifest_locate import locate
+from ..format.manifest_path import join, split_path
 
 PROG = "onemodel-view"
 CHUNK = 8 << 20

@@ -2,14 +2,14 @@
 
 One code path for both modes: every check calls ``report(kind, where, offset, message)``, so
 strict's error is exactly diagnose's ``problems[0]``. ``offset=LOCATE`` asks for the file offset
-of the JSON value at ``where`` (:class:`.manifest.Locator`, failure path only; at most
+of the JSON value at ``where`` (:class:`.manifest_locate.Locator`, failure path only; at most
 ``LOCATE_CAP`` look-ups each for problems and for findings).
 """
 
 from __future__ import annotations
 
-from . import manifest as _manifest
 from .errors import Finding, FormatError, Kind, Problem
+from .manifest_locate import Locator
 
 LOCATE_CAP = 2000
 """Diagnose mode: how many problems, and how many findings, get a located manifest offset (the first look-up in
@@ -32,7 +32,7 @@ class Reporter:
         self.manifest: bytes | None = None
         self.base = 64
         self._located = [0, 0]  # problems, findings
-        self._locator: _manifest.Locator | None = None
+        self._locator: Locator | None = None
 
     def locate(self, where: str, finding: bool = False) -> int | None:
         # problems and findings have a cap each: findings (e.g. thousands of duplicate keys) must
@@ -42,7 +42,7 @@ class Reporter:
             return None
         self._located[finding] += 1
         if self._locator is None:
-            self._locator = _manifest.Locator(self.manifest)
+            self._locator = Locator(self.manifest)
         found = self._locator.nearest(where)
         return None if found is None else self.base + found[0]
 
