@@ -270,6 +270,7 @@ def test_mapped_files_across_chunk_boundary(tmp_path, capsys):
     onnx.save(m, src)
     dst = str(tmp_path / "a.onemodel")
     assert run_convert(src, dst) == 0
+    assert capsys.readouterr().out.startswith("wrote ")  # --convert says what it wrote; not part of the diff's JSON
     arr2 = arr.copy()
     arr2[6, 5] = 2.5
     arr2[6, 7] = -1.0
