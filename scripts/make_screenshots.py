@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Make the README's SVG screenshots of the viewer from the bundled test files.
 
-    python scripts/make_screenshots.py [OUT_DIR]      # default: screenshots/
+    python scripts/make_screenshots.py [OUT_DIR [NAME...]]   # default: screenshots/, every picture
 
 Each picture is the app driven headlessly (Textual's Pilot) at 120x40, after its
 workers finished, so the pictures are the same on every machine.
@@ -46,6 +46,30 @@ async def tensor(pilot) -> None:
     await settle(pilot)
 
 
+def then(select, *keys):
+    """Select the record ``select(model)`` returns, then press ``keys``."""
+
+    async def run(pilot) -> None:
+        await settle(pilot)
+        pilot.app.reveal(select(pilot.app.document.model))
+        await settle(pilot)
+        await pilot.pause(0.3)
+        await settle(pilot)
+        for k in keys:
+            await pilot.press(k)
+            await settle(pilot)
+
+    return run
+
+
+def _node(op):
+    return lambda m: next(n for n in m.graph.nodes if n.op == op).where
+
+
+def _init(name):
+    return lambda m: next(t for t in m.graph.initializers if t.name == name).where
+
+
 SHOTS = [
     ("viewer-main.svg", VALID / "showcase.onemodel", first),
     ("viewer-node.svg", VALID / "showcase.onemodel", node),
@@ -54,6 +78,13 @@ SHOTS = [
     ("viewer-layout.svg", HOSTILE / "valid-shared-bytes.onemodel", ("l",)),
     ("viewer-help.svg", VALID / "showcase.onemodel", ("question_mark",)),
     ("viewer-hostile-names.svg", HOSTILE / "valid-term-all.onemodel", node),
+    ("viewer-neighbourhood.svg", VALID / "showcase.onemodel", then(_node("MatMul"), "a", "plus", "down")),
+    ("viewer-values.svg", VALID / "showcase.onemodel", then(_init("embed.positions"), "v", "down", "right")),
+    ("viewer-parameters.svg", VALID / "showcase.onemodel", then(lambda m: m.graph.where, "P")),
+    ("viewer-operator-help.svg", VALID / "showcase.onemodel", then(_node("LayerNormalization"), "o")),
+    ("viewer-byte-inspector.svg", VALID / "showcase.onemodel",
+     then(_init("embed.positions"), "i", "h", "right", "right", "right", "right", "right")),
+    ("viewer-used-by.svg", VALID / "subgraphs.onemodel", then(lambda m: m.graph.inputs[0].where, "u")),
 ]
 
 
@@ -74,13 +105,15 @@ async def shoot(out: Path, name: str, path: Path, action) -> bool:
     return True
 
 
-async def main(out: Path) -> int:
+async def main(out: Path, only: list[str]) -> int:
     out.mkdir(parents=True, exist_ok=True)
     ok = True
     for name, path, action in SHOTS:
+        if only and not any(o in name for o in only):
+            continue
         ok &= await shoot(out, name, path, action)
     return 0 if ok else 1
 
 
 if __name__ == "__main__":
-    sys.exit(asyncio.run(main(Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "screenshots")))
+    sys.exit(asyncio.run(main(Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "screenshots", sys.argv[2:])))

@@ -77,11 +77,11 @@ def core(path: str, repeat: int) -> None:
           f"(+ {ms(index)} indexing the main graph's {r.count:,} types, also in the worker)")
 
 
-async def ui(path: str, presses: int) -> None:
+async def ui(path: str, rounds: int) -> None:
     from onemodel_viewer.tui.app import make_app
+    from onemodel_viewer.tui.insight import Insight
     from onemodel_viewer.tui.neighbourhood_screen import NeighbourhoodScreen
     from onemodel_viewer.tui.neighbourhood_view import NeighbourhoodView
-    from onemodel_viewer.tui.structure_tree import StructureTree
 
     app = make_app(path)
     async with app.run_test(size=(120, 40)) as pilot:
@@ -89,53 +89,64 @@ async def ui(path: str, presses: int) -> None:
         await app.workers.wait_for_complete()
         await pilot.pause()
         g = app.document.model.graph
-        app.reveal(g.nodes[0].where)
-        await pilot.pause()
-        await app.workers.wait_for_complete()  # everything quiet: the baseline
-        app.query_one(StructureTree).focus()
+        gaps: list[float] = []
+        last = [time.perf_counter()]
 
-        async def press_times(n: int) -> list[float]:
-            out = []
-            for _ in range(n):
-                t = time.perf_counter()
-                await pilot.press("down")
-                out.append(time.perf_counter() - t)
-            return out
+        def tick() -> None:
+            now = time.perf_counter()
+            gaps.append(now - last[0])
+            last[0] = now
 
-        quiet = await press_times(presses)
-        # a new document's insight: restart it and press keys while its worker runs
-        from onemodel_viewer.tui.insight import Insight
+        async def watch(until) -> tuple[float, float]:
+            gaps.clear()
+            last[0] = time.perf_counter()
+            timer = app.set_interval(0.005, tick)
+            t0 = time.perf_counter()
+            while not until() and time.perf_counter() - t0 < 60:
+                await asyncio.sleep(0.005)
+            timer.stop()
+            return max(gaps), time.perf_counter() - t0
 
-        app.insight = Insight(app, app.document, app.facts)
-        app.describer.extra, app.describer.infer = app.insight.lines, app.insight.infer_type
-        app.insight.start()
-        busy: list[float] = []
-        t0 = time.perf_counter()
-        while app.insight.inferred is None and time.perf_counter() - t0 < 30:
-            busy += await press_times(1)
-        print(f"key press in the tree, no worker: median {ms(statistics.median(quiet))}, worst {ms(max(quiet))}")
-        print(f"key press in the tree while used-by/counts/inference run ({len(busy)} presses over "
-              f"{ms(time.perf_counter() - t0)}): median {ms(statistics.median(busy))}, worst {ms(max(busy))}")
-        # the neighbourhood view: key to drawn screen, and compute + draw of its lines
+        quiet, _ = await watch(lambda: False if time.perf_counter() - last[0] < 0 else len(gaps) > 200)
+        print(f"UI event loop, quiet: longest gap between 5 ms ticks {ms(quiet)}")
+        worst = []
+        for _ in range(rounds):
+            ins = app.insight = Insight(app, app.document, app.facts)
+            app.describer.extra, app.describer.infer = ins.lines, ins.infer_type
+            ins.start()
+            w_ub, took_ub = await watch(lambda: ins.model_params is not None)
+            w_inf, took_inf = await watch(lambda: ins.inferred is not None or "inferred" in ins.errors)
+            worst.append((w_ub, took_ub, w_inf, took_inf))
+        med = statistics.median
+        print(f"used-by + parameter counts in the worker: done after {ms(med(x[1] for x in worst))}, longest UI gap "
+              f"meanwhile {ms(med(x[0] for x in worst))} (median of {rounds}; worst {ms(max(x[0] for x in worst))})")
+        print(f"then shape inference (child process): {ms(med(x[3] for x in worst))}, longest UI gap "
+              f"{ms(med(x[2] for x in worst))} (worst {ms(max(x[2] for x in worst))})")
         mid = g.nodes[len(g.nodes) // 2]
         app.reveal(mid.where)
         await pilot.pause()
-        draws = []
-        for _ in range(5):
-            t = time.perf_counter()
-            await pilot.press("a")
-            await pilot.pause()
-            draws.append(time.perf_counter() - t)
-            assert isinstance(app.screen, NeighbourhoodScreen)
-            view = app.screen.query_one(NeighbourhoodView)
-            t = time.perf_counter()
-            for y in range(view.size.height):
-                view.render_line(y)
-            lines = time.perf_counter() - t
-            await pilot.press("escape")
-            await pilot.pause()
-        print(f"neighbourhood view, key 'a' to drawn screen (pilot round trip): median {ms(statistics.median(draws))}; "
-              f"drawing its {view.size.height} lines: {ms(lines)}")
+        await app.workers.wait_for_complete()
+        for key, cls in (("a", NeighbourhoodScreen), ("p", None)):
+            times = []
+            for _ in range(rounds):
+                base = app.screen
+                t = time.perf_counter()
+                await pilot.press(key)
+                while app.screen is base:
+                    await asyncio.sleep(0.001)
+                await pilot.pause()
+                times.append(time.perf_counter() - t)
+                if cls is not None:
+                    view = app.screen.query_one(NeighbourhoodView)
+                    t = time.perf_counter()
+                    for y in range(max(1, view.size.height)):
+                        view.render_line(y)
+                    draw = time.perf_counter() - t
+                await pilot.press("escape")
+                await pilot.pause()
+            what = "neighbourhood view (a)" if cls else "the existing problems screen (p), for comparison"
+            print(f"{what}: key to drawn screen (pilot) median {ms(med(times))}"
+                  + (f"; its {view.size.height} lines drawn in {ms(draw)}" if cls else ""))
 
 
 def main() -> int:
@@ -144,7 +155,7 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=7)
     args = ap.parse_args()
     core(args.model, args.repeat)
-    asyncio.run(ui(args.model, 20))
+    asyncio.run(ui(args.model, 5))
     return 0
 
 
