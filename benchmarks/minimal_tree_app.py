@@ -2,9 +2,12 @@
 
 Exits after its first complete screen, by the same mechanism as the viewer's
 ``ONEMODEL_VIEW_EXIT_AFTER_FIRST_SCREEN`` hook (two ``call_after_refresh`` hops).
+With ``--stay`` it keeps running (the key-latency baseline, :mod:`benchmarks.key_latency`).
 """
 
 from __future__ import annotations
+
+import sys
 
 from textual.app import App, ComposeResult
 from textual.widgets import Footer, Tree
@@ -22,6 +25,8 @@ class MinimalTreeApp(App):
 
     def on_mount(self) -> None:
         self.query_one(Tree).focus()
+        if "--stay" in sys.argv[1:]:
+            return
         self.call_after_refresh(lambda: self.call_after_refresh(self.exit, 0))
 
 

@@ -37,6 +37,53 @@ def test_benchmark_suite_smoke(tmp_path):
     assert "| figure | project |" in md.read_text()
 
 
+@pytest.mark.slow
+def test_benchmark_sizes_and_scale_figures_smoke(tmp_path):
+    """`--size A,B` (one column per size) and the size-independent figures at tiny node counts."""
+    js = tmp_path / "bench.json"
+    md = tmp_path / "bench.md"
+    r = subprocess.run(
+        [sys.executable, "-m", "benchmarks", "--size", "4M,8M", "--repeat", "1", "--min-process-runs", "1",
+         "--out", str(tmp_path), "--only", "check,open,screens,keys,check_big", "--scale-nodes", "200,1000,2000",
+         "--keys", "4", "--key-runs", "1", "--json", str(js), "--markdown", str(md)],
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    data = json.loads(js.read_text())
+    assert list(data["sizes"]) == ["4M", "8M"]
+    for rows in data["sizes"].values():
+        figures = [row["figure"] for row in rows]
+        assert any(f.startswith("--check --json") for f in figures)
+        assert any("vs orjson.loads" in f for f in figures)
+    scale = {row["figure"]: row for row in data["scale"]}
+    for prefix in ("first complete viewer screen, 200-node", "first complete viewer screen, 1,000-node",
+                   "time to first screen in the key-latency run", "key latency while background work runs, max",
+                   "--check --json, 2,000-node", "  its peak RSS vs the manifest size"):
+        assert any(f.startswith(prefix) for f in scale), prefix
+    assert all(row["result"] in ("pass", "FAIL", "n/a") for row in data["rows"])
+    latency = next(row for f, row in scale.items() if f.startswith("time to first screen in the key-latency"))
+    assert latency["project"] != "n/a"  # the viewer drew a screen in the pty and answered keys
+    text = md.read_text()
+    assert "| figure | target | 4M | 8M |" in text and "Figures independent of `--size`" in text
+
+
+def test_make_graphs_is_deterministic_and_valid(tmp_path):
+    from benchmarks import make_graphs
+
+    a = make_graphs.ensure(1000, str(tmp_path / "a"), quiet=True)
+    b = make_graphs.ensure(1000, str(tmp_path / "b"), quiet=True)
+    assert a["nodes"] == 1000 and a["tensors"] == 100
+    assert open(a["path"], "rb").read() == open(b["path"], "rb").read()
+    assert make_graphs.ensure(1000, str(tmp_path / "a"), quiet=True) == a  # cached
+    from onemodel_viewer import format as omf
+
+    doc = omf.open(a["path"])
+    try:
+        assert len(doc.model.graph.nodes) == 1000 and not doc.problems
+    finally:
+        doc.close()
+
+
 def test_make_models_is_deterministic(tmp_path):
     from benchmarks import make_models
 
