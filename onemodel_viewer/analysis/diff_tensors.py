@@ -39,7 +39,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..format.dtypes import DTYPES, DType, decode
+from ..format.dtypes import DTYPES, DataType, DType, decode
 from ..format.schema import Tensor
 from .diff_result import DiffCancelled
 
@@ -244,10 +244,10 @@ def _dot(x: np.ndarray, y: np.ndarray) -> float:
 
 def _as_f32(vals: np.ndarray, bits: np.ndarray, info: DType, out: np.ndarray, tmp: np.ndarray) -> np.ndarray:
     """Float elements (32 bits or fewer) widened to float32, exactly (float16: NaN/Inf become >= 65536)."""
-    if info.code == 1:
+    if info.code == DataType.FLOAT:
         return vals
     n = vals.size
-    if info.code == 10:  # float16 by its bits: sign-extend, move the exponent and mantissa up, rescale
+    if info.code == DataType.FLOAT16:  # float16 by its bits: sign-extend, move the exponent and mantissa up, rescale
         t = tmp[:n]
         np.left_shift(bits.view(np.int16), 13, out=t, dtype=np.int32)  # widened (sign-extended) in the loop
         np.bitwise_and(t, _F16_MASK, out=t)
@@ -372,7 +372,7 @@ def _slice(ra: np.ndarray, rb: np.ndarray, elem0: int, n: int, info: DType, st: 
         return
     if info.bits <= 32 and not np.iscomplexobj(va):
         f = _scratch.f
-        hi = _F16_FINITE if info.code == 10 else _SAFE
+        hi = _F16_FINITE if info.code == DataType.FLOAT16 else _SAFE
         xa = _as_f32(va, ba, info, f[0], _scratch.i)
         xb = xa if not cnt else _as_f32(vb, bb, info, f[1], _scratch.i)
         if _float_fast(xa, xb, not cnt, hi, st):

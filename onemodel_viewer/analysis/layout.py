@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 
 from ..format.document import HEADER_SIZE, Document
 from ..format.errors import Finding, FormatError
+from ..format.dtypes import DataType
 from ..format.schema import all_tensors
 
 ALIGN = 64
@@ -215,7 +216,7 @@ def _data_extents(doc, do: int, de: int, ext: list, empties: list, sc: _Scanner)
         storage = doc.storage
         for t in all_tensors(doc.model):
             fo = t.file_offset
-            if fo is None or t.storage is not storage or storage is None or t.dtype == 8:  # 8: string
+            if fo is None or t.storage is not storage or storage is None or t.dtype == DataType.STRING:
                 continue
             if id(t) in seen:
                 continue

@@ -73,34 +73,34 @@ def _norm_domain(d: str) -> str:
 def _proto_value(ap) -> object:
     """The default's value in the records' encoding (floats as their 32-bit patterns)."""
     t = ap.type
-    if t == 1:
+    if t == AttrType.FLOAT:
         return struct.unpack("<I", struct.pack("<f", ap.f))[0]
-    if t == 2:
+    if t == AttrType.INT:
         return ap.i
-    if t == 3:
+    if t == AttrType.STRING:
         return bytes(ap.s)
-    if t == 6:
+    if t == AttrType.FLOATS:
         return tuple(struct.unpack("<I", struct.pack("<f", x))[0] for x in ap.floats)
-    if t == 7:
+    if t == AttrType.INTS:
         return tuple(ap.ints)
-    if t == 8:
+    if t == AttrType.STRINGS:
         return tuple(bytes(x) for x in ap.strings)
     return None
 
 
 def _default_text(ap) -> str:
     t = ap.type
-    if t == 1:
+    if t == AttrType.FLOAT:
         return repr(ap.f)
-    if t == 2:
+    if t == AttrType.INT:
         return str(ap.i)
-    if t == 3:
+    if t == AttrType.STRING:
         return repr(bytes(ap.s).decode("utf-8", "backslashreplace"))
-    if t == 6:
+    if t == AttrType.FLOATS:
         return "[" + ", ".join(repr(x) for x in ap.floats) + "]"
-    if t == 7:
+    if t == AttrType.INTS:
         return "[" + ", ".join(str(x) for x in ap.ints) + "]"
-    if t == 8:
+    if t == AttrType.STRINGS:
         return "[" + ", ".join(repr(bytes(x).decode("utf-8", "backslashreplace")) for x in ap.strings) + "]"
     return "(default)"
 
@@ -162,7 +162,7 @@ def schema_facts(node: Node, opset: int | None) -> SchemaFacts:
     have: dict[str, Attribute] = {a.name: a for a in node.attributes}
     for name, sa in sorted(schema.attributes.items()):
         dv = sa.default_value
-        has_default = dv is not None and dv.type != 0
+        has_default = dv is not None and dv.type != AttrType.UNDEFINED
         mine = have.get(name)
         if mine is None:
             status = "missing" if sa.required else ("default" if has_default else "unset")

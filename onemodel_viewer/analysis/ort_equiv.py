@@ -26,7 +26,7 @@ from __future__ import annotations
 import struct
 from dataclasses import replace
 
-from ..format.dtypes import DTYPES, STRING
+from ..format.dtypes import DTYPES, STRING, DataType
 from ..format.schema import Attribute, AttrType, Graph, Model, SparseTensor, Tensor, Type, bits_from_float
 from ..format.storage import BytesStorage
 
@@ -244,13 +244,17 @@ def _pair_sparse(ga: Graph, gb: Graph, eq: dict) -> tuple[Graph, Graph]:
     return replace(ga, sparse_initializers=tuple(new_a)), replace(gb, sparse_initializers=sb)
 
 
+_INTEGERS = frozenset((DataType.UINT8, DataType.INT8, DataType.UINT16, DataType.INT16, DataType.INT32, DataType.INT64,
+                       DataType.UINT32, DataType.UINT64))
+"""Index dtypes ONNX Runtime may narrow sparse indices to."""
+
 def _pair_indices(a: SparseTensor, b: SparseTensor, eq: dict) -> tuple[SparseTensor, SparseTensor]:
     ia, ib = a.indices, b.indices
     if ia.name != ib.name and (not ia.name or not ib.name):
         eq["ONNX Runtime does not keep sparse indices' names"] = None
         name = ia.name or ib.name
         ia, ib = replace(ia, name=name), replace(ib, name=name)
-    if (ia.dtype != ib.dtype or ia.dims != ib.dims) and {ia.dtype, ib.dtype} <= {2, 3, 4, 5, 6, 7, 12, 13}:
+    if (ia.dtype != ib.dtype or ia.dims != ib.dims) and {ia.dtype, ib.dtype} <= _INTEGERS:
         wa, wb = _widen(ia, a.dims), _widen(ib, b.dims)
         if wa is not None and wb is not None:
             eq["ONNX Runtime narrows sparse indices and makes them linear (compared as linear INT64 positions)"] = None

@@ -13,7 +13,7 @@ import heapq
 import threading
 from dataclasses import dataclass, field
 
-from ..format.dtypes import name_of
+from ..format.dtypes import DataType, name_of
 from ..format.schema import AttrType, Graph, Model, Node, SparseTensor, Tensor
 
 __all__ = ["DTypeCount", "ParamCounts", "count_graph", "count_model", "constant_tensor"]
@@ -21,8 +21,8 @@ __all__ = ["DTypeCount", "ParamCounts", "count_graph", "count_model", "constant_
 TOP = 16
 """Largest tensors kept."""
 
-_CONST_SCALAR = {"value_float": (1, 4), "value_int": (7, 8), "value_floats": (1, 4), "value_ints": (7, 8),
-                 "value_string": (8, 0), "value_strings": (8, 0)}
+_CONST_SCALAR = {"value_float": (DataType.FLOAT, 4), "value_int": (DataType.INT64, 8), "value_floats": (DataType.FLOAT, 4),
+                 "value_ints": (DataType.INT64, 8), "value_string": (DataType.STRING, 0), "value_strings": (DataType.STRING, 0)}
 """Constant's list/scalar attributes: (dtype code, bytes per element)."""
 
 
@@ -103,7 +103,7 @@ def constant_tensor(n: Node) -> Tensor | SparseTensor | tuple[int, int, int] | N
             code, size = _CONST_SCALAR[a.name]
             v = a.value
             count = len(v) if isinstance(v, tuple) else 1
-            if code == 8:
+            if code == DataType.STRING:
                 nbytes = sum(len(x) for x in v) if isinstance(v, tuple) else len(v or b"")
             else:
                 nbytes = count * size

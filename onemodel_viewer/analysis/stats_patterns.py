@@ -17,7 +17,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..format.dtypes import DType, decode
+from ..format.dtypes import DataType, DType, decode
 from .stats_chunks import BLOCK_BYTES, Chunk, Driver, blocks
 from .tensor_stats import BINS, TensorStats
 
@@ -49,7 +49,7 @@ def _pattern_values(info: DType) -> "np.ndarray":
     import numpy as np
 
     n = 1 << info.bits
-    if info.code == 9:
+    if info.code == DataType.BOOL:
         return (np.arange(n) != 0).astype(np.float64)
     codes = np.arange(n, dtype=np.uint16 if info.bits == 16 else np.uint8)
     with np.errstate(all="ignore"):
@@ -190,7 +190,7 @@ def small_stats(raw: "np.ndarray", info: DType, count: int, first) -> TensorStat
     """Few elements: decode them all (cheaper than counting 65,536 patterns); same arithmetic."""
     import numpy as np
 
-    if info.code == 9:
+    if info.code == DataType.BOOL:
         vals = (raw[:count] != 0).astype(np.float64)
     else:
         with np.errstate(all="ignore"):

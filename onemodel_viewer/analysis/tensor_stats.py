@@ -6,14 +6,12 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from ..format.dtypes import DTYPES, STRING
+from ..format.dtypes import DTYPES, STRING, DataType
 
 BINS = 32
 """Histogram bins."""
 FIRST = 16
 """How many leading values (or strings) are kept formatted."""
-
-_COMPLEX = (14, 15)
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,9 +89,9 @@ def _caster(dtype_code: int) -> Callable[[float], Any] | None:
     import numpy as np
 
     info = DTYPES[dtype_code]
-    if dtype_code in (11, 15):
+    if dtype_code in (DataType.DOUBLE, DataType.COMPLEX128):
         return None
-    if dtype_code == 14:
+    if dtype_code == DataType.COMPLEX64:
         return np.float32
     return info.numpy.type
 
@@ -113,9 +111,9 @@ def format_value(value: Any, dtype_code: int) -> str:
         return str(value)
     if info is None:
         return str(value)
-    if dtype_code == 9:
+    if dtype_code == DataType.BOOL:
         return "true" if bool(value) else "false"
-    if dtype_code in _COMPLEX:
+    if info.is_complex:
         z = complex(value)
         cast = _caster(dtype_code)
         re, im = _short_float(z.real, cast), _short_float(z.imag, cast)

@@ -25,6 +25,7 @@ from itertools import accumulate as _accumulate
 from itertools import repeat as _repeat
 from operator import itemgetter as _itemgetter
 
+from .dtypes import AttrType
 from .json_scan import LazyRe
 
 __all__ = ["canonical_structure", "canonical_text", "writer_difference"]
@@ -162,7 +163,7 @@ _K_SCALAR_ATTR = ("name", "type", "value")
 
 def _writer_shaped_node(raw) -> bool:
     """A parsed node the writer writes back as it is: its keys and order, a non-empty ``doc`` if any,
-    attributes of exactly {name, type, value} with a number or string value (types 1-3, 6-8)."""
+    attributes of exactly {name, type, value} with a number or string value (:data:`_SCALAR_ATTRS`)."""
     if type(raw) is not dict:
         return False
     keys = tuple(raw)
@@ -261,7 +262,8 @@ _K_OPSET = ("domain", "version")
 _K_META = ("key", "value")
 _get_kind = _itemgetter("kind")
 _get_type = _itemgetter("type")
-_SCALAR_ATTRS = frozenset((1, 2, 3, 6, 7, 8))
+_SCALAR_ATTRS = frozenset(int(t) for t in (AttrType.FLOAT, AttrType.INT, AttrType.STRING, AttrType.FLOATS, AttrType.INTS,
+                                             AttrType.STRINGS))
 _get_attributes = _itemgetter("attributes")
 
 
@@ -366,21 +368,21 @@ class _CanonWalk:
             if t in _SCALAR_ATTRS or "value" not in a:
                 continue
             v = a["value"]
-            if t == 4:
+            if t == AttrType.TENSOR:
                 self.tensors.append(v)
-            elif t == 5:
+            elif t == AttrType.GRAPH:
                 self.graphs.append(v)
-            elif t == 9:
+            elif t == AttrType.TENSORS:
                 self.tensors.extend(v)
-            elif t == 10:
+            elif t == AttrType.GRAPHS:
                 self.graphs.extend(v)
-            elif t == 11:
+            elif t == AttrType.SPARSE_TENSOR:
                 self.sparse_list([v])
-            elif t == 12:
+            elif t == AttrType.SPARSE_TENSORS:
                 self.sparse_list(v)
-            elif t == 13:
+            elif t == AttrType.TYPE_PROTO:
                 self.types.append(v)
-            elif t == 14:
+            elif t == AttrType.TYPE_PROTOS:
                 self.types.extend(v)
             else:  # pragma: no cover - the reader reports other codes
                 raise _NotCanonical
