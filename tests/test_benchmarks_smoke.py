@@ -20,7 +20,7 @@ def test_benchmark_suite_smoke(tmp_path):
     js = tmp_path / "bench.json"
     r = subprocess.run(
         [sys.executable, "-m", "benchmarks", "--size", "4M", "--repeat", "1", "--min-process-runs", "1", "--out", str(tmp_path),
-         "--markdown", str(md), "--json", str(js)],
+         "--markdown", str(md), "--json", str(js), "--scale-nodes", "200,1000,2000", "--keys", "4", "--key-runs", "1"],
         cwd=ROOT, capture_output=True, text=True, timeout=300,
     )
     assert r.returncode == 0, r.stderr[-2000:]
@@ -34,7 +34,7 @@ def test_benchmark_suite_smoke(tmp_path):
     assert any(f.startswith("--check") for f in measured)
     assert any(f.startswith("--convert") for f in measured)
     assert md.read_text().startswith("onemodel-view benchmarks")
-    assert "| figure | project |" in md.read_text()
+    assert "| figure | target | 4M |" in md.read_text() and "| figure | project |" in md.read_text()
 
 
 @pytest.mark.slow
