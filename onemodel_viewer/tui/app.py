@@ -285,7 +285,7 @@ class OneModelApp(InsightActions, App[int]):
         doc = self.document
         target = None
         if doc is not None and doc.problems:
-            group = next((r for r in roots if r.kind == "group" and r.label.plain.startswith("problems")), None)
+            group = next((r for r in roots if r.key == "problems"), None)
             node = tree.node_for(group) if group is not None else None
             if node is not None:
                 kids = tree.populate(node)
@@ -338,7 +338,7 @@ class OneModelApp(InsightActions, App[int]):
             return
         doc.findings.extend(extra)
         tree = self.query_one(StructureTree)
-        old = next((e for e in tree.roots if e.kind == "group" and e.label.plain.startswith("findings")), None)
+        old = next((e for e in tree.roots if e.key == "findings"), None)
         if old is not None:
             new = self.factory.findings_entry()
             old.label, old.children = new.label, new.children

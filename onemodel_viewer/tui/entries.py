@@ -45,6 +45,9 @@ class Entry:
     """Groups of a chunked list: indices ``[lo, hi)`` they hold."""
     children: Callable[[], list["Entry"]] | None = field(default=None, repr=False)
     """Makes the children; None for a leaf."""
+    key: str = ""
+    """What a top-level group holds (``problems``, ``findings``, ``functions``): how the app finds it
+    again; empty for the other entries."""
 
     @property
     def expandable(self) -> bool:
@@ -108,10 +111,10 @@ class EntryFactory:
             if m.functions:
                 out.append(
                     Entry("group", count_label("functions", len(m.functions)), where=m.where + ".functions",
-                          children=lambda: [self.function_entry(f) for f in m.functions])
+                          key="functions", children=lambda: [self.function_entry(f) for f in m.functions])
                 )
         out.append(
-            Entry("group", count_label("problems", len(doc.problems)), where="",
+            Entry("group", count_label("problems", len(doc.problems)), where="", key="problems",
                   children=(lambda: [self.problem_entry(p) for p in doc.problems]) if doc.problems else None)
         )
         out.append(self.findings_entry())
@@ -120,7 +123,7 @@ class EntryFactory:
     def findings_entry(self) -> Entry:
         """The ``findings (N)`` group of the document's current findings."""
         doc = self.doc
-        return Entry("group", count_label("findings", len(doc.findings)), where="",
+        return Entry("group", count_label("findings", len(doc.findings)), where="", key="findings",
                      children=(lambda: [self.finding_entry(f) for f in doc.findings]) if doc.findings else None)
 
     def header_entry(self) -> Entry:
