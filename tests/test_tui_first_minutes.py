@@ -350,3 +350,71 @@ def test_unnamed_node_is_labelled_by_its_first_output():
     except TypeError:
         pytest.skip("Node's constructor changed")
     assert node_label(n).plain == "Constant → conv2d_10.w_0"
+
+
+# ----------------------------------------------------------------------------- 5, 6. search
+
+@aio
+async def test_search_says_what_matched_and_lists_results():
+    """Search answered ``match 1/108: Constant`` with no list of results."""
+    from onemodel_viewer.tui.search_results import SearchResults
+
+    app = make_app(str(need(SHOWCASE)))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        n = app.search("h0")
+        assert n >= 2
+        await pilot.pause()
+        assert any("(output h0)" in str(m.message) for m in app._notifications)
+        await pilot.press("f")
+        await pilot.pause()
+        assert isinstance(app.screen, SearchResults)
+        assert len(app.screen.matches) == n
+        await pilot.press("down", "enter")
+        await pilot.pause()
+        assert not isinstance(app.screen, SearchResults)
+        assert app.match_index == 1
+        assert app.current.where == app.search_matches[1][0]
+
+
+@aio
+async def test_revealed_match_has_context_around_it():
+    """A match was revealed on the last visible row of the tree."""
+    app = make_app(str(need(SHOWCASE)))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        nodes = app.document.model.graph.nodes
+        app.reveal(nodes[len(nodes) - 5].where)
+        await pilot.pause()
+        tree = app.query_one(StructureTree)
+        top = int(tree.scroll_offset.y)
+        h = tree.scrollable_content_region.height
+        assert top + 2 <= tree.cursor_line <= top + h - 3
+
+
+# ----------------------------------------------------------------------------- 7. layout go to, owner
+
+@aio
+async def test_layout_go_to_moves_tree_and_detail_and_w_finds_the_owner():
+    """Layout "go to" moved only the hex pane; from a hex byte no key went to the record owning it."""
+    from onemodel_viewer.tui.layout_screen import LayoutScreen
+
+    app = make_app(str(need(SHOWCASE)))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("l")
+        await settle(pilot)
+        assert isinstance(app.screen, LayoutScreen)
+        row = next(i for i, e in enumerate(app.screen.extents) if e.kind == "tensor")
+        ext = app.screen.extents[row]
+        app.screen._choose(row)
+        await settle(pilot)
+        owner = app.bytemap.tensors_at(ext.start, limit=1)[0].tensor
+        assert app.current is not None and app.current.where == owner.where
+        assert app.query_one(HexView).cursor == ext.start
+        # from a hex byte inside another tensor: w selects that tensor
+        t = app.document.model.graph.initializers[1]
+        app.query_one(HexView).goto(t.file_offset + 1)
+        await pilot.press("w")
+        await pilot.pause()
+        assert app.current.where == t.where

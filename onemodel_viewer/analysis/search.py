@@ -10,7 +10,29 @@ import threading
 
 from ..format.document import Document
 
-__all__ = ["SearchIndex"]
+__all__ = ["SearchIndex", "node_description"]
+
+
+def node_description(n) -> str:
+    """``Conv conv1``; an unnamed node by its first output: ``Constant → conv2d_10.w_0``."""
+    if n.name:
+        return f"{n.op} {n.name}"
+    out = next((o for o in n.outputs if o), "")
+    return f"{n.op} → {out}" if out else n.op
+
+
+def _what_matched(haystack: str, description: str, q: str) -> str:
+    """Which part of an item the query hit (node items: op, name, then outputs)."""
+    kind = description.split(" ", 1)[0]
+    if kind in ("tensor", "value", "sparse", "function"):
+        return "name"
+    words = haystack.split(" ")
+    if q in words[0]:
+        return "op"
+    if len(words) > 1 and words[1] and q in words[1]:
+        return "name"
+    hit = next((w for w in words[2:] if q in w), "")
+    return f"output {hit}" if hit else "name"
 
 
 class SearchIndex:
@@ -36,7 +58,7 @@ class SearchIndex:
                 return
             add((f"{f.domain}:{f.name}".lower(), f.where, f"function {f.name}"))
             for n in f.nodes:
-                add((f"{n.op} {n.name}".lower(), n.where, f"{n.op} {n.name}"))
+                add((f"{n.op} {n.name} {' '.join(n.outputs)}".lower(), n.where, node_description(n)))
                 for a in n.attributes:
                     for g in a.graphs():
                         self._graph(g)
@@ -51,7 +73,7 @@ class SearchIndex:
         for v in g.inputs:
             add((v.name.lower(), v.where, f"value {v.name}"))
         for n in g.nodes:
-            add((f"{n.op} {n.name} {' '.join(n.outputs)}".lower(), n.where, f"{n.op} {n.name}"))
+            add((f"{n.op} {n.name} {' '.join(n.outputs)}".lower(), n.where, node_description(n)))
             for a in n.attributes:
                 for sub in a.graphs():
                     self._graph(sub)
@@ -61,6 +83,17 @@ class SearchIndex:
             add((s.name.lower(), s.where, f"sparse {s.name}"))
         for v in g.value_info:
             add((v.name.lower(), v.where, f"value {v.name}"))
+
+    def matches(self, query: str) -> list[tuple[str, str, str]]:
+        """(where, description, what matched) of each match: ``op Constant``, ``name conv1``, ``output y``."""
+        q = query.strip().lower()
+        if not q:
+            return []
+        out = []
+        for h, w, d in self.items:
+            if q in h and w:
+                out.append((w, d, _what_matched(h, d, q)))
+        return out
 
     def find(self, query: str) -> list[tuple[str, str]]:
         q = query.strip().lower()

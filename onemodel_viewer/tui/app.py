@@ -93,12 +93,14 @@ class OneModelApp(InsightActions, App[int]):
         Binding("slash", "search", "Search"),
         Binding("n", "next_match(1)", "Next", show=False),
         Binding("N", "next_match(-1)", "Prev", show=False),
+        Binding("f", "search_results", "Matches", show=False),
         Binding("g", "goto", "Go to offset"),
         Binding("s", "stats", "Stats"),
         Binding("c", "cancel_stats", "Cancel stats", show=False),
         Binding("p", "problems", "Problems"),
         Binding("l", "layout", "Layout"),
         Binding("h", "focus_hex", "Hex", show=False),
+        Binding("w", "owner_record", "Owner", show=False),
         Binding("r", "reload", "Reload", show=False),
         Binding("ctrl+t", "toggle_theme", "Theme", show=False),
         Binding("less_than_sign", "tree_width(-1)", "Narrower tree", show=False),
@@ -590,6 +592,27 @@ class OneModelApp(InsightActions, App[int]):
         return safe_str(bm.owner_at(offset), 200) if bm is not None else ""
 
     # ------------------------------------------------------------------ actions
+    def record_at(self, offset: int) -> str | None:
+        """The ``where`` of the record owning the byte at ``offset`` in the hex pane's file (a tensor, a header field)."""
+        bm = self._hex_map
+        if bm is None:
+            return None
+        regions = bm.tensors_at(offset, limit=1)
+        if regions and regions[0].tensor is not None and regions[0].tensor.where:
+            return regions[0].tensor.where
+        base = bm.base_at(offset)
+        if base is not None and base.kind == "header" and self._hex_external is None:
+            return f"header.{base.name}"
+        return None
+
+    def action_owner_record(self) -> None:
+        """``w``: the tree, the detail and the hex pane on the record owning the byte under the hex cursor."""
+        hexv = self.query_one(HexView)
+        where = self.record_at(hexv.cursor)
+        if where is None or self.reveal(where) is None:
+            owner = self.owner_at(hexv.cursor) or "nothing"
+            self.notify(f"no record to show for byte 0x{hexv.cursor:x} ({owner})", timeout=3, markup=False)
+
     def action_focus_hex(self) -> None:
         self.query_one(HexView).focus()
 
@@ -643,7 +666,10 @@ class OneModelApp(InsightActions, App[int]):
             if self.document is None:
                 return 0
             self._search_index = SearchIndex(self.document)
-        self.search_matches = self._search_index.find(query)
+        found = self._search_index.matches(query)
+        self.search_matches = [(w, d) for w, d, _ in found]
+        self._search_why = [why for _, _, why in found]
+        self._search_query = query
         self.match_index = -1
         if not self.search_matches:
             self.notify(f"no match for {safe_str(query, 40)}", severity="warning", markup=False)
@@ -655,11 +681,32 @@ class OneModelApp(InsightActions, App[int]):
         if not self.search_matches:
             self.notify("no search: press / to search", markup=False)
             return
-        self.match_index = (self.match_index + step) % len(self.search_matches)
-        where, desc = self.search_matches[self.match_index]
+        self._go_to_match((self.match_index + step) % len(self.search_matches))
+
+    def _go_to_match(self, index: int) -> None:
+        self.match_index = index
+        where, desc = self.search_matches[index]
         self.reveal(where)
-        self.notify(f"match {self.match_index + 1}/{len(self.search_matches)}: {safe_str(desc, 60)}",
-                    timeout=2, markup=False)
+        why = getattr(self, "_search_why", [])
+        hit = f" ({safe_str(why[index], 60)})" if index < len(why) else ""
+        self.notify(f"match {index + 1}/{len(self.search_matches)}: {safe_str(desc, 60)}{hit} · f: all matches",
+                    timeout=3, markup=False)
+
+    def action_search_results(self) -> None:
+        """``f``: the last search's matches in a list; Enter goes to one."""
+        if not self.search_matches:
+            self.notify("no search: press / to search", markup=False)
+            return
+        from .search_results import SearchResults
+
+        why = getattr(self, "_search_why", [])
+        rows = [(w, d, why[i] if i < len(why) else "") for i, (w, d) in enumerate(self.search_matches)]
+
+        def done(index: int | None) -> None:
+            if index is not None and 0 <= index < len(self.search_matches):
+                self._go_to_match(index)
+
+        self.push_screen(SearchResults(getattr(self, "_search_query", ""), rows, self.match_index), done)
 
     def action_stats(self) -> None:
         e = self.current
@@ -707,6 +754,11 @@ class OneModelApp(InsightActions, App[int]):
         def done(span: Any) -> None:
             if span is not None:
                 self._show_hex_file(span[2] if len(span) > 2 else None)  # a weights file's row: show that file
+                # the tree and the detail on the record owning the bytes, then the hex pane on the extent
+                where = self.record_at(span[0]) if span[1] > 0 else None
+                if where is not None:
+                    self.reveal(where)
+                    self._show_hex_file(span[2] if len(span) > 2 else None)
                 self.query_one(HexView).goto(span[0], span[1])
 
         from .layout_screen import LayoutScreen
@@ -740,6 +792,7 @@ class OneModelApp(InsightActions, App[int]):
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
         yield SystemCommand("Search", "Search nodes, tensors and values (/)", self.action_search)
+        yield SystemCommand("Search results", "Every match of the last search (f)", self.action_search_results)
         yield SystemCommand("Go to offset", "Move the hex pane to a file offset (g)", self.action_goto)
         yield SystemCommand("Problems", "List problems and findings (p)", self.action_problems)
         yield SystemCommand("Layout", "Extents of the data region (l)", self.action_layout)

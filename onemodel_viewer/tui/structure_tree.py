@@ -151,8 +151,22 @@ class StructureTree(Tree[Entry]):
             p = p.parent
         _ = self.last_line  # rebuild the line table so the node's line is known
         self.move_cursor(node)
-        self.scroll_to_node(node, animate=False)
+        self.scroll_with_context(node)
         return True
+
+    def scroll_with_context(self, node: TreeNode[Entry]) -> None:
+        """Scroll so ``node`` has rows around it (a third of the pane above it), never on the edge."""
+        line = node.line
+        if line < 0:
+            return
+        h = self.scrollable_content_region.height or self.size.height
+        top = int(self.scroll_offset.y)
+        margin = max(1, h // 4)
+        if h and not top + margin <= line < top + h - margin:
+            self.scroll_to(y=max(0, line - h // 3), animate=False, immediate=True)
+            if int(self.scroll_offset.y) != max(0, line - h // 3):
+                # the tree just grew (ancestors expanded): its new height is known after a refresh
+                self.call_after_refresh(self.scroll_to, y=max(0, line - h // 3), animate=False, immediate=True)
 
     def reveal(self, where: str) -> Entry | None:
         """Expand down to the record at ``where`` (or its nearest ancestor) and put the cursor on it."""
