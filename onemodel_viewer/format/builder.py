@@ -351,7 +351,7 @@ class Builder(TensorBuilder):
     def attribute(self, o, w: str, level: int) -> Attribute:
         if type(o) is not dict:
             self.wrong(w, o, "an Attribute (an object)")
-            return Attribute(name="", type=0, where=w)
+            return Attribute(name="", type=AttrType.UNDEFINED, where=w)
         get = o.get
         name, t, doc, ref = get("name"), get("type"), get("doc", ""), get("ref", "")
         if type(name) is not str:
@@ -359,7 +359,7 @@ class Builder(TensorBuilder):
         if not is_int64(t):
             t = self.req_int(o, "type", w)
             if t is None:
-                return Attribute(name=name, type=0, where=w)
+                return Attribute(name=name, type=AttrType.UNDEFINED, where=w)
         if type(doc) is not str:
             doc = self.opt_str(o, "doc", w)
         if type(ref) is not str:

@@ -6,7 +6,7 @@ Every check calls the reporter (:mod:`.reporter`) and carries on with a safe def
 from __future__ import annotations
 
 from . import header as _header
-from .dtypes import DTYPES, STRING
+from .dtypes import DTYPES, STRING, DataType
 from .errors import Kind
 from .reporter import LOCATE, Reporter
 from .schema import SparseTensor, Tensor
@@ -187,13 +187,13 @@ class TensorBuilder:
         vals = o.get("values", ABSENT)
         if vals is ABSENT:
             self.req_missing(w, "values", "a Tensor")
-            values = Tensor(name="", dtype=0, dims=(), where=f"{w}.values")
+            values = Tensor(name="", dtype=DataType.UNDEFINED, dims=(), where=f"{w}.values")
         else:
             values = self.tensor(vals, f"{w}.values")
         idx = o.get("indices", ABSENT)
         if idx is ABSENT:
             self.req_missing(w, "indices", "a Tensor")
-            indices = Tensor(name="", dtype=0, dims=(), where=f"{w}.indices")
+            indices = Tensor(name="", dtype=DataType.UNDEFINED, dims=(), where=f"{w}.indices")
         else:
             indices = self.tensor(idx, f"{w}.indices")
         dims = self.dims(o, w, required=False)
@@ -240,7 +240,7 @@ class TensorBuilder:
     def tensor(self, o, w: str) -> Tensor:
         if type(o) is not dict:
             self.wrong(w, o, "a Tensor (an object)")
-            return Tensor(name="", dtype=0, dims=(), where=w)
+            return Tensor(name="", dtype=DataType.UNDEFINED, dims=(), where=w)
         get = o.get
         good = True
         name = get("name", "")

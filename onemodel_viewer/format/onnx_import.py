@@ -44,7 +44,7 @@ import stat
 from typing import TYPE_CHECKING, Iterable
 
 from .document import Document
-from .dtypes import DTYPES, STRING
+from .dtypes import DTYPES, STRING, DataType
 from .errors import Finding, FormatError, Kind, Problem
 from .header import MAX_COUNT
 from .onnx_external import ExternalFacts, ExternalRef, locate, parse_digits, sha1_of, unsafe_location
@@ -247,9 +247,9 @@ class _Importer:
 
         from .dtypes import encode
 
-        if info.code in (1, 14):  # float_data: keep exact bit patterns (NaN payloads)
+        if info.code in (DataType.FLOAT, DataType.COMPLEX64):  # float_data: keep exact bit patterns (NaN payloads)
             bits = float_bits(tp.float_data, tp, 4)
-            need = math.prod(tp.dims) * (2 if info.code == 14 else 1)
+            need = math.prod(tp.dims) * (2 if info.code == DataType.COMPLEX64 else 1)
             if len(bits) != need:
                 raise ValueError(f"{len(bits)} values for {need}")
             return np.asarray(bits, dtype="<u4").tobytes()
@@ -341,7 +341,7 @@ class _Importer:
             t = _infer_attr_type(ap)
             if t == AttrType.UNDEFINED:
                 self.problem(Kind.MALFORMED, where + ".type", "attribute without a type")
-                return Attribute(name, 0, None, "", doc, where)
+                return Attribute(name, AttrType.UNDEFINED, None, "", doc, where)
         v: object
         if t == AttrType.FLOAT:
             v = float_bits([ap.f], ap, 2)[-1] if ap.f != ap.f else bits_from_float(ap.f)

@@ -21,7 +21,7 @@ def resolve(model: Model, report: Reporter) -> None:
 def _scoped_attrs(node: Node) -> bool:
     """The node has an attribute that needs scope work: a subgraph or a function attribute ref."""
     for a in node.attributes:
-        if a.ref or a.type == 5 or a.type == 10:
+        if a.ref or a.type == AttrType.GRAPH or a.type == AttrType.GRAPHS:
             return True
     return False
 

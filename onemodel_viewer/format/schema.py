@@ -9,7 +9,6 @@ their byte span; their bytes are read only when :meth:`Tensor.raw` or
 
 from __future__ import annotations
 
-import enum
 import math
 import struct
 import threading
@@ -18,33 +17,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Iterator, Union
 
 from ..process import paused_gc
-from .dtypes import DTYPES, STRING, DType, name_of
+from .dtypes import DTYPES, STRING, AttrType, DType, name_of
 from .errors import FormatError, Kind
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
     from .storage import Storage
-
-
-class AttrType(enum.IntEnum):
-    """ONNX ``AttributeProto.AttributeType`` (spec section 2.4)."""
-
-    UNDEFINED = 0
-    FLOAT = 1
-    INT = 2
-    STRING = 3
-    TENSOR = 4
-    GRAPH = 5
-    FLOATS = 6
-    INTS = 7
-    STRINGS = 8
-    TENSORS = 9
-    GRAPHS = 10
-    SPARSE_TENSOR = 11
-    SPARSE_TENSORS = 12
-    TYPE_PROTO = 13
-    TYPE_PROTOS = 14
 
 
 def float_from_bits(bits: int) -> float:
@@ -477,6 +456,10 @@ def walk_graphs(graph: Graph, where: str | None = None):
                 yield from walk_graphs(sub)
 
 
+_TENSOR_ATTRS = frozenset(int(t) for t in (AttrType.TENSOR, AttrType.TENSORS, AttrType.SPARSE_TENSOR, AttrType.SPARSE_TENSORS))
+_GRAPH_ATTRS = frozenset(int(t) for t in (AttrType.GRAPH, AttrType.GRAPHS))
+
+
 def all_tensors(model: Model) -> list[Tensor]:
     """Every tensor in the writer's order of section 1.3 (sparse: values then indices).
 
@@ -488,9 +471,9 @@ def all_tensors(model: Model) -> list[Tensor]:
     def attrs(attributes) -> None:
         for a in attributes:
             t = a.type
-            if t == 4 or t == 9 or t == 11 or t == 12:  # TENSOR, TENSORS, SPARSE_TENSOR(S)
+            if t in _TENSOR_ATTRS:
                 out.extend(a.tensors())
-            elif t == 5 or t == 10:  # GRAPH, GRAPHS: in place
+            elif t in _GRAPH_ATTRS:  # in place
                 for sub in a.graphs():
                     graph(sub)
 

@@ -27,6 +27,7 @@ from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.widgets import ProgressBar, Sparkline, Static
 
+from ..format.dtypes import DataType
 from ..format.errors import FormatError
 from ..format.schema import Tensor
 from .safe import human_size, safe_text
@@ -61,7 +62,7 @@ def stats_text(t: Tensor, s: Any) -> Text:
     out.append("stats ", style="bold")
     out.append_text(safe_text(t.name or "(unnamed)", limit=50))
     out.append(f"  {s.count:,} elements\n", style="dim")
-    if t.is_string or getattr(s, "dtype", 0) == 8:
+    if t.is_string or getattr(s, "dtype", 0) == DataType.STRING:
         out.append("lengths ", style="bold")
         out.append(f"min {fmt_num(s.min_len)}  max {fmt_num(s.max_len)}  total {fmt_num(s.total_len)}\n")
         out.append("first ", style="bold")
