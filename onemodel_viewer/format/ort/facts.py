@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..dtypes import DataType
+
 VERSIONS: dict[str, str] = {
     "1": "written by ONNX Runtime 1.5-1.6; read by full builds up to today (saved optimizations ignored), not by minimal builds since 1.8",
     "2": "sparse initializers; written by ONNX Runtime 1.6-1.7; read by full builds only (since 1.8)",
@@ -23,7 +25,7 @@ them (ORT's ``ort_format_version.h`` history; releases as far as its changelog t
 OLD_VERSIONS = ("1", "2", "3", "4")
 """Versions that minimal (mobile) builds of current ONNX Runtime refuse."""
 
-ORT_DTYPES = frozenset(range(1, 21))
+ORT_DTYPES = frozenset(range(DataType.FLOAT, DataType.FLOAT8E5M2FNUZ + 1))
 """``TensorDataType`` codes of ort.fbs (1..20). ONNX codes above (uint4, int4, float4...) are read as the
 ONNX type, with an ``ort-unloadable-dtype`` finding: ONNX Runtime 1.32 writes INT4 initializers as 22 and
 then refuses its own file."""

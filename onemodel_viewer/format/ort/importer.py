@@ -79,6 +79,12 @@ def _model_version(v: int) -> int:
     return 0 if v == (1 << 63) - 1 else v
 
 
+_VALUE_FIELD = {
+    AttrType.STRING: "s", AttrType.TENSOR: "t", AttrType.GRAPH: "g", AttrType.FLOATS: "floats", AttrType.INTS: "ints",
+    AttrType.STRINGS: "strings", AttrType.TENSORS: "tensors", AttrType.GRAPHS: "graphs",
+}
+"""The ORT Attribute field holding the value of each attribute type (besides f and i)."""
+
 class Importer:
     """Builds the model; ``report`` is a reader :class:`~..reader.Reporter`."""
 
@@ -293,9 +299,8 @@ class Importer:
             v = a.get("f", 0)
         elif t == AttrType.INT:
             v = a.get("i", 0)
-        elif t in (AttrType.STRING, AttrType.TENSOR, AttrType.GRAPH, AttrType.FLOATS, AttrType.INTS, AttrType.STRINGS,
-                   AttrType.TENSORS, AttrType.GRAPHS):
-            key = {3: "s", 4: "t", 5: "g", 6: "floats", 7: "ints", 8: "strings", 9: "tensors", 10: "graphs"}[t]
+        elif t in _VALUE_FIELD:
+            key = _VALUE_FIELD[t]
             if not self.need(a, key, "Attribute", w):
                 return None
             raw = a[key]
