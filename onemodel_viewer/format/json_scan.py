@@ -9,7 +9,7 @@ __all__ = ["LazyRe", "brackets", "container_end"]
 
 
 class LazyRe:
-    """A regex compiled on first use: most of this module's patterns serve failure paths and
+    """A regex compiled on first use: most of the manifest modules' patterns serve failure paths and
     look-ups, and compiling them all costs ~1 ms of every process's start (``--check``)."""
 
     __slots__ = ("_args", "match", "search", "finditer", "findall", "sub")
