@@ -156,7 +156,10 @@ def test_e2e_truncated_file_shows_problems(tmux_factory):
     t = tmux_factory(need(HOSTILE / "Malformed-file-length-truncated-data.onemodel"))
     screen = t.wait_until(lambda s: "Structure" in s and "problems (" in s, "the tree's problems group")
     assert "2 problems" in screen  # the info bar
-    assert "▶ problems (2)" in screen  # the tree's group
+    # it opens on its first problem (issue 15.8): the group open, the message in the detail pane
+    assert "▼ problems (2)" in screen  # the tree's group
+    screen = t.wait_for("header says 3656 bytes")
+    assert "where     header.file_length" in screen
     t.keys("p")
     screen = t.wait_until(lambda s: len(PROBLEM_ROW.findall(s)) >= 2, "two problem rows")
     # (the findings listed below them have a code, not a kind, in that column)
