@@ -418,3 +418,53 @@ async def test_layout_go_to_moves_tree_and_detail_and_w_finds_the_owner():
         await pilot.press("w")
         await pilot.pause()
         assert app.current.where == t.where
+
+
+# ----------------------------------------------------------------------------- diff mode
+
+def _diff_labels(tree) -> list[str]:
+    out = []
+
+    def rec(node):
+        for c in node.children:
+            out.append(c.label.plain)
+            if c.is_expanded:
+                rec(c)
+
+    rec(tree.root)
+    return out
+
+
+@aio
+async def test_diff_tree_shows_both_sides_counts():
+    """The diff tree showed A's counts only: ``~ initializers (0)`` with 15 ``+`` children."""
+    from onemodel_viewer.tui.diff_app import make_diff_app
+    from onemodel_viewer.tui.diff_tree import DiffTree
+
+    app = make_diff_app(str(need(VALID / "attributes.onemodel")), str(need(SHOWCASE)))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        tree = app.query_one(DiffTree)
+        graph = next(n for n in tree.root.children if n.data.label.startswith("graph"))
+        graph.expand()
+        await settle(pilot)
+        labels = _diff_labels(tree)
+        inits = next(line for line in labels if "initializers" in line and "sparse" not in line)
+        assert "→" in inits, inits
+
+
+@aio
+async def test_diff_focus_is_visible():
+    """In diff mode the pane borders never changed colour: focus was invisible."""
+    from onemodel_viewer.tui.diff_app import make_diff_app
+
+    app = make_diff_app(str(need(SHOWCASE)), str(need(VALID / "showcase.onnx")))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        tree, detail = app.query_one("#tree"), app.query_one("#detail")
+        focused = tree.styles.border_top[1]
+        other = detail.styles.border_top[1]
+        assert focused != other
+        detail.focus()
+        await pilot.pause()
+        assert detail.styles.border_top[1] == focused and tree.styles.border_top[1] != focused

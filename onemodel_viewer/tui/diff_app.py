@@ -85,6 +85,7 @@ class DiffApp(App[int]):
     #right { width: 1fr; }
     #detail { height: 1fr; border: round $secondary; }
     .hexbox { height: 1fr; border: round $secondary; }
+    #tree:focus, #detail:focus, .hexbox:focus-within { border: round $accent; }
     """
 
     BINDINGS = [

@@ -41,15 +41,21 @@ def describe(dn: DiffNode) -> str:
         return str(rec.version)
     if isinstance(rec, Attribute):
         return ""
-    if isinstance(rec, Graph):
-        return f"{len(rec.nodes)} nodes"
-    if isinstance(rec, Function):
-        return f"{len(rec.nodes)} nodes"
+    if isinstance(rec, (Graph, Function)):
+        return _both(dn, lambda r: len(r.nodes) if isinstance(r, (Graph, Function)) else None, "{} nodes")
     if isinstance(rec, tuple) and len(rec) == 2 and all(isinstance(x, str) for x in rec):
         return rec[1]  # metadata entry
     if isinstance(rec, _LISTS):
-        return f"({len(rec)})"
+        return _both(dn, lambda r: len(r) if isinstance(r, _LISTS) else None, "({})")
     return ""
+
+
+def _both(dn: DiffNode, count, fmt: str) -> str:
+    """A count on both sides: ``(15)`` when equal, ``(0 → 15)`` when not (``–`` for a missing side)."""
+    a, b = count(dn.a), count(dn.b)
+    if a == b:
+        return fmt.format(f"{a:,}")
+    return fmt.format(f"{'–' if a is None else f'{a:,}'} → {'–' if b is None else f'{b:,}'}")
 
 
 def label_for(dn: DiffNode) -> Text:
