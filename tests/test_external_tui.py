@@ -144,4 +144,4 @@ async def test_layout_screen_jumps_into_a_weights_file():
         await settle(pilot)
         hexv = app.query_one(HexView)
         assert hexv.cursor == target.start
-        assert app._hex_map is not None and app._hex_map.path is not None and app._hex_map.path.endswith("w.data")
+        assert hexv.external_path is not None and hexv.external_path.endswith("w.data")

@@ -41,7 +41,7 @@ from ..format.document import Document
 from ..format.errors import FormatError, Kind
 from ..format.schema import Tensor, walk_graphs
 from ..format.storage import Storage
-from .bytemap import ByteMap
+from .bytemap import ByteMap, FileMaps
 from .describe import Describer
 from .info_bar import InfoBar
 from .detail_pane import DetailPane
@@ -136,7 +136,6 @@ class OneModelApp(InsightActions, App[int]):
         self.search_matches: list[tuple[str, str]] = []
         self.match_index = -1
         self._search_index: SearchIndex | None = None
-        self._hex_storage: Storage | None = None
         self._locator = None
         self._locator_doc: Document | None = None
         self._locator_lock = threading.Lock()
@@ -145,9 +144,10 @@ class OneModelApp(InsightActions, App[int]):
         """The entry shown in the detail pane."""
         self.bytemap: ByteMap | None = None
         """The map of the document's own file."""
-        self._hex_external: ByteMap | None = None
-        """The map the hex pane shows instead, while an ONNX external data tensor is selected."""
-        self._external_maps: dict[str, tuple[Storage, ByteMap]] = {}
+        self.maps: FileMaps | None = None
+        """That map and the maps of the document's external data files (the hex and detail panes share them)."""
+        self._hex_storage: Storage | None = None
+        """The document's own file, as the hex pane shows it."""
         self._counts: tuple[Document, int, int] | None = None
         """(document, tensors, nodes) shown in the info bar."""
         self._first_screen_shown = False
@@ -227,12 +227,13 @@ class OneModelApp(InsightActions, App[int]):
         if doc is None:
             self.query_one("#infobar", InfoBar).show([(Text("no file"), 100, False)])
             tree.set_entries([])
-            hexv.set_source(None, None)
+            hexv.set_document_file(None, None)
             return
         self.facts = Facts()
         self.bytemap = ByteMap(doc)
+        self.maps = FileMaps(doc, self.bytemap)
         self.factory = EntryFactory(doc, self.facts)
-        self.describer = Describer(doc, self.facts, sharing=self.bytemap.sharing)
+        self.describer = Describer(doc, self.facts, sharing=self.bytemap.sharing, maps=self.maps)
         if self.insight is not None:
             self.insight.cancel.set()  # the previous document's
         self.insight = Insight(self, doc, self.facts)
@@ -266,10 +267,8 @@ class OneModelApp(InsightActions, App[int]):
                 except FormatError:
                     storage = None
         self._hex_storage = storage
-        self._hex_external = None
-        self._external_maps = {}
         self._watch_storage(doc, storage)
-        hexv.set_source(storage, self.bytemap, size=storage.size if storage is not None else 0)
+        hexv.set_document_file(storage, self.maps)
         self.query_one(StatsPanel).clear_cache()
         self.query_one(DetailPane).show(self.describer.model(doc.model) if doc.model is not None else [])
         self._update_hex_title(hexv.cursor)
@@ -423,9 +422,7 @@ class OneModelApp(InsightActions, App[int]):
         if entry.kind == "tensor" and isinstance(obj, Tensor):
             stats.remove_class("hidden")
             stats.show_tensor(obj)
-            if obj.file_offset is not None and not obj.is_string and (
-                self._show_hex_file(None) if self._tensor_in_hex(obj) else self._show_hex_file(obj)
-            ):
+            if obj.file_offset is not None and not obj.is_string and hexv.show_file_of(obj):
                 if obj.length > 0:
                     hexv.goto(obj.file_offset, obj.length)
                 else:
@@ -436,7 +433,7 @@ class OneModelApp(InsightActions, App[int]):
         else:
             stats.show_tensor(None)
             stats.add_class("hidden")
-        self._show_hex_file(None)
+        self._show_document_file()
         if entry.kind == "header" and isinstance(obj, tuple):
             hexv.goto(obj[1], obj[2])
             return
@@ -453,43 +450,18 @@ class OneModelApp(InsightActions, App[int]):
             where = entry.where
             self._locate_timer = self.set_timer(LOCATE_DELAY, lambda: self._locate(where))
 
-    @property
-    def _hex_map(self) -> ByteMap | None:
-        """The map of the file the hex pane shows (an external data file's, or the document's)."""
-        return self._hex_external if self._hex_external is not None else self.bytemap
-
-    def _show_hex_file(self, t: Tensor | None) -> bool:
-        """Point the hex pane at the external data file holding ``t`` (None: back to the document's file).
-
-        False when ``t``'s bytes are in no file the pane can show (memory, a file that cannot be mapped).
-        """
+    def _show_document_file(self) -> None:
+        """The hex pane back on the document's own file (after an external data file)."""
         hexv = self.query_one(HexView)
+        if hexv.show_document_file():
+            self._update_hex_title(hexv.cursor)
+
+    def _show_file(self, t: Tensor | None) -> None:
+        """The hex pane on the file holding ``t`` (None: the document's own file)."""
         if t is None:
-            if self._hex_external is not None:
-                self._hex_external = None
-                storage = self._hex_storage
-                hexv.set_source(storage, self.bytemap, size=storage.size if storage is not None else 0)
-                self._update_hex_title(hexv.cursor)
-            return True
-        storage = t.storage
-        path = getattr(storage, "path", None)
-        if path is None or not hasattr(storage, "size") or self.document is None or self.document.model is None:
-            return False
-        key = os.path.abspath(path)
-        known = self._external_maps.get(key)
-        if known is None:
-            from ..format.schema import all_tensors
-
-            known = self._external_maps[key] = (storage, ByteMap.for_external_file(path, storage.size, all_tensors(self.document.model)))
-        if self._hex_external is not known[1]:
-            self._hex_external = known[1]
-            hexv.set_source(known[0], known[1], size=known[0].size)
-        return True
-
-    def _tensor_in_hex(self, t: Tensor) -> bool:
-        from .bytemap import in_file
-
-        return self.document is not None and in_file(t, self.document)
+            self._show_document_file()
+        else:
+            self.query_one(HexView).show_file_of(t)
 
     @work(thread=True, exclusive=True, group="locate", exit_on_error=False)
     def _locate(self, where: str) -> None:
@@ -567,14 +539,14 @@ class OneModelApp(InsightActions, App[int]):
     def _update_hex_title(self, offset: int) -> None:
         hexv = self.query_one(HexView)
         t = Text("Hex ")
-        ext = self._hex_external
-        if ext is not None and ext.path:
-            t.append_text(safe_text(os.path.basename(ext.path), style="bold yellow", limit=40))
+        ext = hexv.external_path
+        if ext:
+            t.append_text(safe_text(os.path.basename(ext), style="bold yellow", limit=40))
             t.append(" ")
         t.append(f"0x{offset:x}", style="bold")
         t.append(f" ({offset:,})", style="dim")
         hexv.border_title = t
-        bm = self._hex_map
+        bm = hexv.bytemap
         owner = bm.owner_at(offset) if bm is not None and hexv.file_size else ""
         doc = self.document
         if owner.startswith("header.") and doc is not None and doc.header is not None and ext is None:
@@ -588,20 +560,21 @@ class OneModelApp(InsightActions, App[int]):
 
     def owner_at(self, offset: int) -> str:
         """What owns the byte at ``offset`` (plain text, made visible)."""
-        bm = self._hex_map
+        bm = self.query_one(HexView).bytemap
         return safe_str(bm.owner_at(offset), 200) if bm is not None else ""
 
     # ------------------------------------------------------------------ actions
     def record_at(self, offset: int) -> str | None:
         """The ``where`` of the record owning the byte at ``offset`` in the hex pane's file (a tensor, a header field)."""
-        bm = self._hex_map
+        hexv = self.query_one(HexView)
+        bm = hexv.bytemap
         if bm is None:
             return None
         regions = bm.tensors_at(offset, limit=1)
         if regions and regions[0].tensor is not None and regions[0].tensor.where:
             return regions[0].tensor.where
         base = bm.base_at(offset)
-        if base is not None and base.kind == "header" and self._hex_external is None:
+        if base is not None and base.kind == "header" and hexv.external_path is None:
             return f"header.{base.name}"
         return None
 
@@ -753,12 +726,12 @@ class OneModelApp(InsightActions, App[int]):
 
         def done(span: Any) -> None:
             if span is not None:
-                self._show_hex_file(span[2] if len(span) > 2 else None)  # a weights file's row: show that file
+                self._show_file(span[2] if len(span) > 2 else None)  # a weights file's row: show that file
                 # the tree and the detail on the record owning the bytes, then the hex pane on the extent
                 where = self.record_at(span[0]) if span[1] > 0 else None
                 if where is not None:
                     self.reveal(where)
-                    self._show_hex_file(span[2] if len(span) > 2 else None)
+                    self._show_file(span[2] if len(span) > 2 else None)
                 self.query_one(HexView).goto(span[0], span[1])
 
         from .layout_screen import LayoutScreen

@@ -3,7 +3,8 @@
 Pure (no Textual); built once per document in O(tensors log tensors). The hex
 view asks :meth:`ByteMap.runs` for the styled pieces of a line and
 :meth:`ByteMap.owner_at` for the name under its cursor; the detail pane asks
-:meth:`ByteMap.sharing`. Each query costs O((k + 1) log n) for the k tensors it
+:meth:`ByteMap.sharing` (through :class:`FileMaps`, which also holds the maps of an ONNX
+model's external data files). Each query costs O((k + 1) log n) for the k tensors it
 looks at, whatever the other tensors share (a tensor over the whole data region
 used to make every query scan every tensor under it: issue 11).
 """
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 
 from ..format.document import HEADER_FIELDS, Document
 from ..format.schema import Tensor, all_tensors
+from ..format.storage import Storage
 
 
 @dataclass(frozen=True, slots=True)
@@ -272,3 +274,51 @@ class ByteMap:
         if b is not None and b.start >= start and b.start < end:
             return "▶ " + b.name
         return ""
+
+
+class FileMaps:
+    """The byte maps of one document: its own file's (:attr:`home`) and each external data file's.
+
+    An ONNX model's external data files get their map on first use (the hex pane showing one, the
+    detail pane asking what shares bytes with one of their tensors), once per file: the hex pane and
+    the detail pane share them.
+    """
+
+    def __init__(self, doc: Document, home: ByteMap | None = None) -> None:
+        self.doc = doc
+        self._home = home
+        self._external: dict[str, tuple[Storage, ByteMap]] = {}
+
+    @property
+    def home(self) -> ByteMap:
+        """The map of the document's own file (built on first use when not given)."""
+        if self._home is None:
+            self._home = ByteMap(self.doc)
+        return self._home
+
+    def in_home(self, t: Tensor) -> bool:
+        """True when ``t``'s bytes are in the document's own file."""
+        return in_file(t, self.doc)
+
+    def external(self, t: Tensor) -> tuple[Storage, ByteMap] | None:
+        """(storage, map) of the file holding ``t``'s bytes, read as an external data file.
+
+        None when they are in no file that can be shown (memory; a storage without a path).
+        """
+        storage = t.storage
+        path = getattr(storage, "path", None)
+        if path is None or not hasattr(storage, "size") or self.doc.model is None:
+            return None
+        key = os.path.abspath(path)
+        known = self._external.get(key)
+        if known is None:
+            known = self._external[key] = (storage, ByteMap.for_external_file(path, storage.size, all_tensors(self.doc.model)))
+        return known
+
+    def sharing(self, t: Tensor) -> list[Tensor]:
+        """Other tensors of ``t``'s own file whose bytes overlap ``t``'s (an external tensor's: of its weights file only)."""
+        path = getattr(t.storage, "path", None)
+        if path is not None and os.path.abspath(path) != os.path.abspath(self.doc.path):
+            found = self.external(t)
+            return found[1].sharing(t) if found is not None else []
+        return self.home.sharing(t)

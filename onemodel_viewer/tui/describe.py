@@ -15,6 +15,7 @@ from ..analysis.facts import Facts
 from ..format.document import Document
 from ..format.dtypes import name_of
 from ..format.schema import Function, Graph, Model, Node, SparseTensor, Tensor, ValueInfo
+from .bytemap import FileMaps
 from .entries import Entry
 from .formatters import attr_type_name, attribute_value_text, float_bits_text, join_texts, tensor_summary  # noqa: F401 (float_bits_text: re-exported)
 from .safe import human_size, safe_text
@@ -53,11 +54,14 @@ def opset_version(model: Model | None, function: Function | None, domain: str) -
 class Describer:
     """Makes detail lines for entries of one document."""
 
-    def __init__(self, doc: Document, facts: Facts, sharing=None) -> None:
+    def __init__(self, doc: Document, facts: Facts, sharing=None, maps: FileMaps | None = None) -> None:
         self.doc = doc
         self.facts = facts
         self.sharing = sharing
         """Callable(tensor) -> list of other tensors sharing bytes (from the byte map)."""
+        self.maps = maps
+        """The document's byte maps, for an external tensor's weights file (the viewer's, shared with the
+        hex pane; made on first use when not given)."""
         self._parents: dict[int, Graph] | None = None
         self.extra: Callable[[Entry], list[Line]] | None = None
         """More lines for an entry (the viewer's insight: used-by, parameters, inferred types)."""
@@ -305,15 +309,10 @@ class Describer:
 
     def external_sharing(self, t: Tensor, path: str) -> list[Tensor]:
         """Tensors of the same weights file whose bytes overlap ``t``'s (one map per file, built once)."""
-        from ..format.schema import all_tensors
-        from .bytemap import ByteMap
-
-        maps = self.__dict__.setdefault("_file_maps", {})  # weights file -> its ByteMap
-        bm = maps.get(path)
-        if bm is None:
-            size = getattr(t.storage, "size", 0)
-            bm = maps[path] = ByteMap.for_external_file(path, size, all_tensors(self.doc.model) if self.doc.model else [])
-        return bm.sharing(t)
+        if self.maps is None:
+            self.maps = FileMaps(self.doc)
+        known = self.maps.external(t)
+        return known[1].sharing(t) if known is not None else []
 
     def sparse(self, s: SparseTensor) -> list[Line]:
         lines: list[Line] = [(safe_text(s.name or "(unnamed)", style="bold"), None)]

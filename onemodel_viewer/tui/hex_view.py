@@ -1,7 +1,10 @@
 """A virtual hex view over a whole file: offset | hex | ASCII | owner.
 
 Reusable (the diff viewer can mount two): give it a :class:`~..format.storage.Storage`
-and a :class:`~.bytemap.ByteMap` with :meth:`HexView.set_source`. Lines are drawn on
+and a :class:`~.bytemap.ByteMap` with :meth:`HexView.set_source`; or a document's file and
+its :class:`~.bytemap.FileMaps` with :meth:`HexView.set_document_file`, and the view
+switches itself to an ONNX external data file when asked for a tensor stored there
+(:meth:`HexView.show_file_of`) and back (:meth:`HexView.show_document_file`). Lines are drawn on
 demand by :meth:`render_line` (Textual Line API) from 16 (or 8 when narrow) bytes
 read at that offset, cached by line; nothing ever builds the text of the whole file,
 so a multi-GB file scrolls as fast as a small one.
@@ -30,8 +33,9 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from ..format.errors import FormatError
+from ..format.schema import Tensor
 from ..format.storage import Storage
-from .bytemap import ByteMap
+from .bytemap import ByteMap, FileMaps
 from .safe import safe_str
 
 
@@ -147,6 +151,8 @@ class HexView(ScrollView, can_focus=True):
         """``[start, end)`` of the highlighted span, or None."""
         self.error: str | None = None
         """Set when the storage could not be read (file changed on disk)."""
+        self._home: tuple[Storage | None, FileMaps] | None = None
+        self._external: tuple[Storage, ByteMap] | None = None
 
     # ------------------------------------------------------------------ public API
     def set_source(self, storage: Storage | None, bytemap: ByteMap | None, size: int | None = None) -> None:
@@ -162,6 +168,52 @@ class HexView(ScrollView, can_focus=True):
     def storage(self) -> Storage | None:
         """The storage shown (None: nothing)."""
         return self._storage
+
+    @property
+    def bytemap(self) -> ByteMap | None:
+        """The map of the file shown (an external data file's, or the document's)."""
+        return self._bytemap
+
+    @property
+    def external_path(self) -> str | None:
+        """The external data file shown instead of the document's file, or None."""
+        return self._external[1].path if self._external is not None else None
+
+    def set_document_file(self, storage: Storage | None, maps: FileMaps | None) -> None:
+        """Show a document's own file (``storage``, mapped by ``maps.home``); :meth:`show_file_of` may
+        switch to one of its external data files."""
+        self._home = (storage, maps) if maps is not None else None
+        self._external = None
+        self.set_source(storage, maps.home if maps is not None else None,
+                        size=storage.size if storage is not None else 0)
+
+    def show_document_file(self) -> bool:
+        """Back to the document's own file after an external one; True when the view switched."""
+        if self._external is None or self._home is None:
+            return False
+        self._external = None
+        storage, maps = self._home
+        self.set_source(storage, maps.home, size=storage.size if storage is not None else 0)
+        return True
+
+    def show_file_of(self, t: Tensor) -> bool:
+        """Show the file holding ``t``'s bytes: the document's, or the external data file it is stored in.
+
+        False when they are in no file the view can show (memory, a file that cannot be mapped).
+        """
+        if self._home is None:
+            return False
+        maps = self._home[1]
+        if maps.in_home(t):
+            self.show_document_file()
+            return True
+        known = maps.external(t)
+        if known is None:
+            return False
+        if self._external is not known:
+            self._external = known
+            self.set_source(known[0], known[1], size=known[0].size)
+        return True
 
     @property
     def file_size(self) -> int:

@@ -432,8 +432,7 @@ class InsightActions:
         if bi.has_class("hidden"):
             return
         hexv = self.query_one(HexView)  # type: ignore[attr-defined]
-        bm = self._hex_map  # type: ignore[attr-defined]
-        bi.show_at(hexv.storage, bm, hexv.cursor)
+        bi.show_at(hexv.storage, hexv.bytemap, hexv.cursor)
 
     def action_export_npy(self) -> None:
         from .prompt import Prompt
