@@ -74,6 +74,7 @@ from . import ort as _ort
 from .builder import Builder
 from .document import HEADER_SIZE, Document
 from .errors import Finding, FormatError, Kind
+from .manifest_path import join
 from .reporter import LOCATE, LOCATE_CAP, Reporter
 from .rules import resolve
 from .storage import FileStorage
@@ -109,12 +110,12 @@ def _finding_duplicates(report: Reporter, parsed: _manifest.Parsed) -> None:
             if keys is not None:
                 for k in dict.fromkeys(keys):
                     report.finding(
-                        "duplicate-key", _manifest.join(w, k), LOCATE,
+                        "duplicate-key", join(w, k), LOCATE,
                         f"key {k!r} appears more than once in this object (the last one is used)",
                     )
             for k, x in v.items():
                 if type(x) in (dict, list):
-                    stack.append((x, _manifest.join(w, k)))
+                    stack.append((x, join(w, k)))
         elif type(v) is list:
             for i, x in enumerate(v):
                 if type(x) in (dict, list):

@@ -475,7 +475,7 @@ class OneModelApp(InsightActions, App[int]):
                 if self._locator is None or self._locator_doc is not doc:
                     mlen = max(0, min(mlen, doc.size - m0))
                     data = doc.storage.read(m0, mlen)
-                    from ..format.manifest import Locator
+                    from ..format.manifest_locate import Locator
 
                     # a diagnose open that parsed the manifest has looked for duplicate keys: with
                     # none, a look-up may stop at the first match (no need to skip a whole graph)
