@@ -37,7 +37,6 @@ import json
 import os
 import re
 import shutil
-import struct
 import sys
 import tempfile
 import time
@@ -45,28 +44,9 @@ import time
 from ..format.errors import FormatError, Kind
 from ..format.spec_rules import shape_of
 from .patch import PROG, copy_range, same_file, write_all
+from .shrink_bytes import FIELDS, HEADER, Budget, align, header, shrink_bytes, shrink_header
 
-_HEADER = struct.Struct("<8sIIQQQQQQ")
-_FIELDS = ("magic", "version", "flags", "manifest_offset", "manifest_length", "data_offset", "data_length",
-           "file_length", "reserved")
-_MIN_MANIFEST = (b'{"format":"onemodel","version":1,"ir_version":3,"opsets":[],"graph":{"inputs":[],"outputs":[],'
-                 b'"value_info":[],"initializers":[],"sparse_initializers":[],"nodes":[]}}')
 _DIGITS = re.compile(r"\d+")
-
-
-def _align(n: int) -> int:
-    return (n + 63) // 64 * 64
-
-
-def _header(mlen: int, dlen: int, **over) -> bytes:
-    do = _align(64 + mlen)
-    values = dict(zip(_FIELDS, (b"ONEMODEL", 1, 0, 64, mlen, do, dlen, do + dlen, 0)))
-    values.update(over)
-    return _HEADER.pack(*values.values())
-
-
-class Budget(Exception):
-    """The time budget is spent."""
 
 
 class Target:
@@ -222,7 +202,7 @@ class Tree:
                 off, ln = d["offset"], d["length"]
                 new = 0
                 if ln:
-                    new = _align(cursor)
+                    new = align(cursor)
                     cursor = new + ln
                     copies.append((new, self.data_offset + off, ln))
                 moved.append((d, off))
@@ -236,8 +216,8 @@ class Tree:
         finally:
             for d, off in moved:
                 d["offset"] = off
-        do = _align(64 + len(manifest))
-        front = _header(len(manifest), cursor) + manifest + bytes(do - 64 - len(manifest))
+        do = align(64 + len(manifest))
+        front = header(len(manifest), cursor) + manifest + bytes(do - 64 - len(manifest))
         return front, do + cursor, [(do + o, s, n) for o, s, n in copies]
 
 
@@ -416,77 +396,6 @@ def _tokens(taken: set):
 
 
 # ---------------------------------------------------------------------------------------------
-# header and manifest-bytes strategies
-
-
-def _shrink_header(raw_head: bytes, size: int, manifest: bytes | None, test: Tester) -> bytes | None:
-    """Smallest candidate (bytes) for a problem of the header."""
-    where = test.target.where
-    if where in ("header", "header.magic") or len(raw_head) < 64:
-        with open(test.src, "rb") as f:
-            head = f.read(4096)
-        for n in sorted({0, 1, 4, 7, 8, 9, 16, 32, 63, 64, min(size, 4096)}):
-            if n <= size and test(head[:n]):
-                return head[:n]
-        return None
-    h = dict(zip(_FIELDS, _HEADER.unpack(raw_head)))
-    field = where.split(".", 1)[1] if "." in where else ""
-    consistent = {"file_length": size, "manifest_offset": 64, "data_offset": _align(64 + h["manifest_length"]),
-                  "data_length": size - h["data_offset"]}
-    for body in (b"", _MIN_MANIFEST, manifest):
-        if body is None:
-            continue
-        base = dict(zip(_FIELDS, _HEADER.unpack(_header(len(body), 0))))
-        v, c = h.get(field), base.get(field)
-        if v is None or c is None:
-            return None
-        variants = [v]
-        if field in consistent:
-            variants.append(c + v - consistent[field])
-        variants += [c + 1, c - 1, c + 64, c - 64, 1 << 63, (1 << 64) - 1, 0]
-        for value in dict.fromkeys(x for x in variants if 0 <= x < 1 << (32 if field in ("version", "flags") else 64)):
-            front = _header(len(body), 0, **{field: value}) + body
-            front += bytes(_align(len(front)) - len(front))
-            if test(front):
-                return front
-    return None
-
-
-def _shrink_bytes(manifest: bytes, test: Tester, data_offset: int = 0, data_length: int = 0):
-    """Remove chunks of the manifest's bytes while the candidate fails like IN (halving chunks).
-
-    The data region is left out when the failure does not need it, else kept as IN has it.
-    Returns (front, file length, copies), or None when not even IN's manifest reproduces it.
-    """
-    def front(m: bytes) -> bytes:
-        return _header(len(m), dlen) + m + bytes(_align(64 + len(m)) - 64 - len(m))
-
-    for dlen in dict.fromkeys((0, data_length)):
-        if test(front(manifest), len(front(manifest)) + dlen):
-            break
-    else:
-        return None
-    m = manifest
-    k = max(1, len(m) // 2)
-    try:
-        while m:
-            i = 0
-            while i < len(m):
-                cand = m[:i] + m[i + k:]
-                if test(front(cand), len(front(cand)) + dlen):
-                    m = cand
-                else:
-                    i += k
-            if k == 1:
-                break
-            k //= 2
-    except Budget:
-        test.budget_spent = True
-    out = front(m)
-    return out, len(out) + dlen, ([(len(out), data_offset, dlen)] if dlen else [])
-
-
-# ---------------------------------------------------------------------------------------------
 # the command
 
 
@@ -534,20 +443,20 @@ def run_shrink(src: str, dst: str, seconds: float = 60.0) -> int:
     try:
         with open(src, "rb") as f:
             head = f.read(64)
-            h = dict(zip(_FIELDS, _HEADER.unpack(head))) if len(head) == 64 else None
+            h = dict(zip(FIELDS, HEADER.unpack(head))) if len(head) == 64 else None
             manifest = None
             if h is not None and 64 + h["manifest_length"] <= size and h["manifest_length"] <= 512 << 20:
                 f.seek(64)
                 manifest = f.read(h["manifest_length"])
         if first.where == "header" or first.where.startswith("header."):
-            front = _shrink_header(head, size, manifest, test)
+            front = shrink_header(head, size, manifest, test)
             total = len(front) if front is not None else None
         else:
             found = None
             if manifest is not None and first.where != "manifest":
                 found = _shrink_tree(manifest, h, test)
             elif manifest is not None:
-                found = _shrink_bytes(manifest, test)
+                found = shrink_bytes(manifest, test)
             front, total, copies = found if found is not None else (None, None, [])
     except Budget:
         test.budget_spent = True
@@ -583,7 +492,7 @@ def _shrink_tree(manifest: bytes, h: dict, test: Tester):
     tree = Tree(value, h["data_offset"], h["data_length"]) if type(value) is dict else None
     if tree is None or not test(*tree.build()[:2]):
         # not JSON to Python, or it does not survive re-encoding (1e400 is inf): work on its bytes
-        return _shrink_bytes(manifest, test, h["data_offset"], h["data_length"])
+        return shrink_bytes(manifest, test, h["data_offset"], h["data_length"])
     try:
         Shrinker(tree, test, _say).run()
     except Budget:
