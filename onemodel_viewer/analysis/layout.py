@@ -19,7 +19,9 @@ Zero-length tensors own no bytes: they are listed in :attr:`Layout.empties` and 
 :meth:`Layout.owner_at` at their offset. ``owner_at`` is a bisect: O(log n) per call, plus the
 zero-length tensors it returns. Every pass over the whole file (the sweep below, the findings) is
 O(n log n) in the tensors, whatever they share: many empty tensors at one offset or many tensors
-over the same bytes cost no per-tensor list of the others (issue 11).
+over the same bytes cost no per-tensor list of the others (issue 11). The extents are swept from
+the data region's :class:`~.tensor_spans.TensorSpans` (the tensors' byte ranges, the ones the
+viewer's byte map colours): :meth:`Layout.sharing` and :meth:`Layout.tensors_at` answer from it.
 
 Bytes are read only to set ``nonzero`` on padding (always: it is at most 63 bytes per tensor,
 plus the manifest padding, scanned in chunks) and on gaps/tails up to ``GAP_SCAN_LIMIT`` bytes
@@ -40,8 +42,8 @@ from dataclasses import dataclass, field
 
 from ..format.document import HEADER_SIZE, Document
 from ..format.errors import Finding, FormatError
-from ..format.dtypes import DataType
-from ..format.schema import all_tensors
+from ..format.schema import Tensor, all_tensors
+from .tensor_spans import TensorSpans
 
 ALIGN = 64
 MAX_NAMES = 64
@@ -84,6 +86,17 @@ class Layout:
     """Zero-length tensors (start == end), sorted by offset."""
     _starts: tuple[int, ...] = field(default=(), repr=False)
     _empty_starts: tuple[int, ...] = field(default=(), repr=False)
+    tensors: TensorSpans = field(default_factory=lambda: TensorSpans(()), repr=False, compare=False)
+    """The data region's tensors with bytes, the spans the extents were swept from."""
+
+    def sharing(self, t: Tensor) -> list[Tensor]:
+        """The other tensors whose bytes overlap ``t``'s (those in its ``overlap`` extents), in start order."""
+        return self.tensors.sharing(t)
+
+    def tensors_at(self, offset: int, limit: int | None = 8) -> list[Tensor]:
+        """The tensors holding the byte at ``offset``, the last to start first."""
+        sp = self.tensors
+        return [sp.tensors[i] for i in sp.holding(offset, limit)]
 
     def owner_at(self, offset: int) -> list[Extent]:
         """Extents at ``offset``: the one containing it, plus zero-length tensors there.
@@ -194,11 +207,12 @@ def _layout(doc: Document, sc: _Scanner) -> Layout:
             ext.append(Extent(mo, mo + ml, "manifest"))
             pos = mo + ml
     data = doc.data_span
+    index = None
     if data is not None and pos <= data[0] <= size:
         do, dl = data
         if do > pos:
             ext.append(Extent(pos, do, "padding", nonzero=sc.nonzero(pos, do, None)))
-        _data_extents(doc, do, do + dl, ext, empties, sc)
+        index = _data_extents(doc, do, do + dl, ext, empties, sc)
         pos = do + dl
     if pos < size:
         ext.append(Extent(pos, size, "gap", nonzero=sc.nonzero(pos, size, GAP_SCAN_LIMIT)))
@@ -206,36 +220,39 @@ def _layout(doc: Document, sc: _Scanner) -> Layout:
     return Layout(
         tuple(ext), size, tuple(empties),
         tuple(e.start for e in ext), tuple(e.start for e in empties),
+        index if index is not None else TensorSpans(()),
     )
 
 
-def _data_extents(doc, do: int, de: int, ext: list, empties: list, sc: _Scanner) -> None:
-    spans = []
-    if doc.model is not None:
-        seen: set[int] = set()
-        storage = doc.storage
-        for t in all_tensors(doc.model):
-            fo = t.file_offset
-            if fo is None or t.storage is not storage or storage is None or t.dtype == DataType.STRING:
-                continue
-            if id(t) in seen:
-                continue
-            seen.add(id(t))
-            s, e = fo, fo + t.length
-            if s < do or e > de:  # the reader refuses these; stay safe anyway
-                continue
-            if s == e:
-                empties.append(Extent(s, s, "tensor", (t.name,), (t.where,), owners=1))
-            else:
-                spans.append((s, e, t.name, t.where))
-    if not spans:
+def _data_spans(doc: Document, do: int, de: int) -> TensorSpans:
+    """The tensors stored in the data region ``[do, de)`` of the document's file (zero-length ones too)."""
+    storage = doc.storage
+    if doc.model is None or storage is None:
+        return TensorSpans(())
+
+    index = TensorSpans(all_tensors(doc.model), storage=storage, empties=True)
+    if index.starts and do <= index.starts[0] and max(index.ends) <= de and all(do <= t.file_offset <= de for t in index.empties):
+        return index
+
+    def inside(t) -> bool:  # out of the region: the reader refuses these; stay safe anyway
+        return do <= t.file_offset and t.file_offset + t.length <= de
+
+    return TensorSpans(all_tensors(doc.model), inside, storage=storage, empties=True)
+
+
+def _data_extents(doc, do: int, de: int, ext: list, empties: list, sc: _Scanner) -> TensorSpans:
+    index = _data_spans(doc, do, de)
+    for t in index.empties:
+        empties.append(Extent(t.file_offset, t.file_offset, "tensor", (t.name,), (t.where,), owners=1))
+    if not index.starts:
         if de > do:
             ext.append(Extent(do, de, "tail", nonzero=sc.nonzero(do, de, GAP_SCAN_LIMIT)))
-        return
-    spans.sort()
-    if all(a[1] <= b[0] for a, b in zip(spans, spans[1:])):
-        _disjoint_extents(spans, do, de, ext, sc)
-        return
+        return index
+    if index.disjoint():  # no two spans tie: start order is the order
+        _disjoint_extents(zip(index.starts, index.ends, index.tensors), do, de, ext, sc)
+        return index
+    spans = sorted((s, e, t.name, t.where) for s, e, t in zip(index.starts, index.ends, index.tensors))
+    # (already by start and end: names and wheres order the ties)
     # sweep: boundaries at every start and end; owners of each elementary interval
     events = []
     for k, (s, e, _n, _w) in enumerate(spans):
@@ -268,6 +285,7 @@ def _data_extents(doc, do: int, de: int, ext: list, empties: list, sc: _Scanner)
             ext.append(Extent(pad_end, e, "gap", nonzero=sc.nonzero(pad_end, e, GAP_SCAN_LIMIT)))
     if de > last_end:
         ext.append(Extent(last_end, de, "tail", nonzero=sc.nonzero(last_end, de, GAP_SCAN_LIMIT)))
+    return index
 
 
 def _owner_segments(events: list, n: int, do: int) -> tuple[list[tuple[int, int, tuple[int, ...], int]], int]:
@@ -313,20 +331,20 @@ def _owner_segments(events: list, n: int, do: int) -> tuple[list[tuple[int, int,
     return segs, cur
 
 
-def _disjoint_extents(spans: list, do: int, de: int, ext: list, sc: _Scanner) -> None:
-    """The common case, no two tensors share a byte: one linear pass over the sorted spans."""
+def _disjoint_extents(spans, do: int, de: int, ext: list, sc: _Scanner) -> None:
+    """The common case, no two tensors share a byte: one linear pass over the sorted ``(start, end, tensor)``."""
     pos = do
     prev = None
-    for s, e, name, where in spans:
+    for s, e, t in spans:
         if s > pos:
             pad_end = min(s, -(-pos // ALIGN) * ALIGN) if prev is not None else pos
             if pad_end > pos:
-                ext.append(Extent(pos, pad_end, "padding", (prev[2],), (prev[3],), nonzero=sc.nonzero(pos, pad_end, None)))
+                ext.append(Extent(pos, pad_end, "padding", (prev.name,), (prev.where,), nonzero=sc.nonzero(pos, pad_end, None)))
             if s > pad_end:
                 ext.append(Extent(pad_end, s, "gap", nonzero=sc.nonzero(pad_end, s, GAP_SCAN_LIMIT)))
-        ext.append(Extent(s, e, "tensor", (name,), (where,), owners=1))
+        ext.append(Extent(s, e, "tensor", (t.name,), (t.where,), owners=1))
         pos = e
-        prev = (s, e, name, where)
+        prev = t
     if de > pos:
         ext.append(Extent(pos, de, "tail", nonzero=sc.nonzero(pos, de, GAP_SCAN_LIMIT)))
 

@@ -258,7 +258,7 @@ class OneModelApp(InsightActions, App[int]):
         storage = doc.storage
         if storage is None and doc.source != "onemodel":
             # ONNX: reuse the mapping the tensors already view, else map the file for the hex pane
-            storage = next((r.tensor.storage for r in self.bytemap.tensors[:1] if r.tensor is not None), None)
+            storage = next((t.storage for t in self.bytemap.spans.tensors[:1]), None)
             if storage is None:
                 try:
                     from ..format.storage import FileStorage

@@ -1,24 +1,29 @@
-"""Who owns each byte of the file: header fields, manifest, padding, tensors, gaps.
+"""Who owns each byte of the file, as the hex pane shows it: header fields, manifest, padding, tensors, gaps.
 
-Pure (no Textual); built once per document in O(tensors log tensors). The hex
-view asks :meth:`ByteMap.runs` for the styled pieces of a line and
-:meth:`ByteMap.owner_at` for the name under its cursor; the detail pane asks
-:meth:`ByteMap.sharing` (through :class:`FileMaps`, which also holds the maps of an ONNX
-model's external data files). Each query costs O((k + 1) log n) for the k tensors it
-looks at, whatever the other tensors share (a tensor over the whole data region
-used to make every query scan every tensor under it: issue 11).
+Pure (no Textual). The tensors' part is :class:`~onemodel_viewer.analysis.tensor_spans.TensorSpans`,
+the same byte ranges :func:`~onemodel_viewer.analysis.layout.layout` sweeps into extents: which
+tensors hold a byte and which share bytes are answered there, once for the viewer and ``--check``.
+This module adds the regions around them (header fields, manifest, padding, data region, bytes past
+it; an ``.ort`` file's flatbuffer objects; an ONNX or external data file as a whole) and the hex
+view's colours: :meth:`ByteMap.runs` gives the styled pieces of a line, :meth:`ByteMap.owner_at` the
+name under its cursor, :meth:`ByteMap.sharing` the detail pane's "shares bytes with" (through
+:class:`FileMaps`, which also holds the maps of an ONNX model's external data files). Built once per
+file in O(tensors log tensors); each query costs O((k + 1) log n) for the k tensors it looks at.
 """
 
 from __future__ import annotations
 
 import bisect
 import os
-from itertools import compress
 from dataclasses import dataclass
+from functools import cached_property
 
+from ..analysis.tensor_spans import TensorSpans, in_file
 from ..format.document import HEADER_FIELDS, Document
 from ..format.schema import Tensor, all_tensors
 from ..format.storage import Storage
+
+__all__ = ["ByteMap", "FileMaps", "Region", "in_file"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,36 +41,12 @@ class Region:
     """Running number of the tensor (alternating colours)."""
 
 
-def in_file(t: Tensor, doc: Document) -> bool:
-    """True when ``t``'s bytes are in the document's own file (not memory, not an external data file)."""
-    if t.storage is None:
-        return False
-    if doc.storage is not None:
-        return t.storage is doc.storage
-    path = getattr(t.storage, "path", None)
-    return path is not None and os.path.abspath(path) == os.path.abspath(doc.path)
-
-
-def _tensor_regions(tensors: list[Tensor], keep) -> list[Region]:
-    """A region per distinct tensor with bytes (not strings, not empty) for which ``keep(t)`` holds."""
-    out: list[Region] = []
-    seen: set[int] = set()
-    for t in tensors:
-        if id(t) in seen or t.is_string or t.file_offset is None or t.length <= 0:
-            continue
-        seen.add(id(t))
-        if keep(t):
-            out.append(Region(t.file_offset, t.file_offset + t.length, "tensor", t.name, t, len(out)))
-    return out
-
-
 class ByteMap:
-    """Regions of one file, sorted by start."""
+    """Regions of one file, sorted by start, over the :class:`TensorSpans` of its tensors."""
 
     def __init__(self, doc: Document) -> None:
         self.size = doc.size
         base: list[Region] = []
-        tensors: list[Region] = []
         if doc.source == "onemodel" and doc.header is not None:
             for name, off, size in HEADER_FIELDS:
                 if off < self.size:
@@ -96,9 +77,13 @@ class ByteMap:
             base.append(Region(0, self.size, "onnx", "onnx protobuf"))
         elif self.size:  # no header read (bad magic, too short): bytes of no known kind
             base.append(Region(0, self.size, "none", "unrecognised bytes"))
-        if doc.model is not None:
-            tensors = _tensor_regions(all_tensors(doc.model), lambda t: in_file(t, doc))
-        self._index(base, tensors)
+        if doc.model is None:
+            spans = TensorSpans(())
+        elif doc.storage is not None:  # in the document's file: viewing its storage
+            spans = TensorSpans(all_tensors(doc.model), storage=doc.storage)
+        else:
+            spans = TensorSpans(all_tensors(doc.model), lambda t: in_file(t, doc))
+        self._index(base, spans)
 
     @classmethod
     def for_external_file(cls, path: str, size: int, tensors: list[Tensor]) -> "ByteMap":
@@ -113,30 +98,28 @@ class ByteMap:
             p = getattr(t.storage, "path", None)
             return p is not None and os.path.abspath(p) == target
 
-        self._index(base, _tensor_regions(tensors, here))
+        self._index(base, TensorSpans(tensors, here))
         return self
 
     path: str | None = None
     """The file the map describes when it is not the document's own (external data)."""
 
-    def _index(self, base: list[Region], tensors: list[Region]) -> None:
+    def _index(self, base: list[Region], spans: TensorSpans) -> None:
         base.sort(key=lambda r: r.start)
-        tensors.sort(key=lambda r: (r.start, r.end))
         self.base = base
         self._base_starts = [r.start for r in base]
-        self.tensors = tensors
-        self._t_starts = [r.start for r in tensors]
-        # a tree of maximum ends over the tensors in start order: level 0 the ends, each level
-        # above the maximum of two below (built at C speed, one ``map`` per level)
-        levels: list[list[int]] = [[r.end for r in tensors]] if tensors else []
-        while levels and len(levels[-1]) > 1:
-            lv = levels[-1]
-            up = list(map(max, lv[0::2], lv[1::2]))
-            if len(lv) % 2:
-                up.append(lv[-1])
-            levels.append(up)
-        self._t_maxend = levels
-        self._t_ends_sorted = sorted(levels[0]) if levels else []
+        self.spans = spans
+        """The tensors' byte ranges (the one sharing computation)."""
+
+    def _region(self, i: int) -> Region:
+        sp = self.spans
+        t = sp.tensors[i]
+        return Region(sp.starts[i], sp.ends[i], "tensor", t.name, t, sp.order[i])
+
+    @cached_property
+    def tensors(self) -> list[Region]:
+        """A region per tensor, in start order (made on first use: the queries read :attr:`spans`)."""
+        return [self._region(i) for i in range(len(self.spans))]
 
     def base_at(self, offset: int) -> Region | None:
         i = bisect.bisect_right(self._base_starts, offset) - 1
@@ -144,53 +127,19 @@ class ByteMap:
             return self.base[i]
         return None
 
-    def _reaching(self, after: int, hi: int, limit: int | None, descending: bool) -> list[int]:
-        """Indices ``i < hi`` of the tensors ending past ``after``, at most ``limit``.
-
-        A walk down the max-end tree that skips every subtree ending at or before ``after``:
-        O((k + 1) log n) for k answers.
-        """
-        levels = self._t_maxend
-        out: list[int] = []
-        if not levels or hi <= 0:
-            return out
-        top = len(levels) - 1
-        stack = [(top, 0)]
-        while stack:
-            j, i = stack.pop()
-            if levels[j][i] <= after or (i << j) >= hi:
-                continue
-            if j == 0:
-                out.append(i)
-                if limit is not None and len(out) >= limit:
-                    break
-                continue
-            a, b = 2 * i, 2 * i + 1
-            below = levels[j - 1]
-            if descending:  # the stack pops the last pushed first
-                stack.append((j - 1, a))
-                if b < len(below):
-                    stack.append((j - 1, b))
-            else:
-                if b < len(below):
-                    stack.append((j - 1, b))
-                stack.append((j - 1, a))
-        return out
-
     def tensors_at(self, offset: int, limit: int = 8) -> list[Region]:
         """Tensors whose bytes contain ``offset`` (several when tensors share bytes), the last to start first."""
-        hi = bisect.bisect_right(self._t_starts, offset)
-        return [self.tensors[i] for i in self._reaching(offset, hi, limit, True)]
+        return [self._region(i) for i in self.spans.holding(offset, limit)]
 
     def owner_at(self, offset: int) -> str:
         """A short description of the byte at ``offset`` (plain string; names not yet made safe)."""
         if not 0 <= offset < self.size:
             return "past end of file"
-        ts = self.tensors_at(offset)
-        if ts:
-            r = ts[0]
-            more = f" (+{len(ts) - 1} sharing)" if len(ts) > 1 else ""
-            return f"tensor {r.name} +{offset - r.start:,}{more}"
+        held = self.spans.holding(offset)
+        if held:
+            i = held[0]
+            more = f" (+{len(held) - 1} sharing)" if len(held) > 1 else ""
+            return f"tensor {self.spans.tensors[i].name} +{offset - self.spans.starts[i]:,}{more}"
         b = self.base_at(offset)
         if b is None:
             return "unowned"
@@ -204,26 +153,13 @@ class ByteMap:
 
     def sharing(self, t: Tensor) -> list[Tensor]:
         """Other tensors whose byte range overlaps ``t``'s."""
-        if t.file_offset is None or t.length <= 0:
-            return []
-        a0, a1 = t.file_offset, t.file_offset + t.length
-        hi = bisect.bisect_left(self._t_starts, a1)
-        if hi == 0:
-            return []
-        # of the tensors starting before a1, those ending by a0 (they all start before it) do not overlap
-        k = hi - bisect.bisect_right(self._t_ends_sorted, a0)
-        if k * 8 >= hi:  # most of them overlap: one filter over their ends, at C speed
-            found = compress(range(hi), map(a0.__lt__, self._t_maxend[0][:hi]))
-        else:
-            found = self._reaching(a0, hi, None, False)
-        regions = self.tensors
-        return [r.tensor for r in (regions[i] for i in found) if r.tensor is not t]
+        return self.spans.sharing(t)
 
     def style_key(self, offset: int) -> tuple[str, int]:
         """(kind, colour index) for one byte: the hex view's colour of it."""
-        ts = self.tensors_at(offset, limit=2)
-        if ts:
-            return ("overlap", 0) if len(ts) > 1 else ("tensor", ts[0].index % 2)
+        held = self.spans.holding(offset, limit=2)
+        if held:
+            return ("overlap", 0) if len(held) > 1 else ("tensor", self.spans.order[held[0]] % 2)
         b = self.base_at(offset)
         if b is None:
             return ("none", 0)
@@ -252,11 +188,12 @@ class ByteMap:
         b = self.base_at(offset)
         if b is not None:
             nxt = min(nxt, b.end)
-        j = bisect.bisect_right(self._t_starts, offset)
-        if j < len(self.tensors):
-            nxt = min(nxt, self.tensors[j].start)
-        for r in self.tensors_at(offset, limit=4):
-            nxt = min(nxt, r.end)
+        sp = self.spans
+        j = bisect.bisect_right(sp.starts, offset)
+        if j < len(sp):
+            nxt = min(nxt, sp.starts[j])
+        for k in sp.holding(offset, limit=4):
+            nxt = min(nxt, sp.ends[k])
         return max(nxt, offset + 1)
 
     def label_at_line(self, start: int, end: int) -> str:
@@ -268,9 +205,10 @@ class ByteMap:
                 if r.kind == "header" and r.start < end and r.end > start:
                     names.append(r.name)
             return " ".join(names)
-        j = bisect.bisect_left(self._t_starts, start)
-        if j < len(self.tensors) and self.tensors[j].start < end:
-            return "▶ " + self.tensors[j].name
+        sp = self.spans
+        j = bisect.bisect_left(sp.starts, start)
+        if j < len(sp) and sp.starts[j] < end:
+            return "▶ " + sp.tensors[j].name
         if b is not None and b.start >= start and b.start < end:
             return "▶ " + b.name
         return ""
