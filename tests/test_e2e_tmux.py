@@ -211,8 +211,8 @@ def test_e2e_insight_views_on_a_real_model(tmux_factory, tmp_path):
     back()
     search("embed.tokens", "float16 (code 10)")
     t.keys("v")
-    screen = t.wait_for("values embed.tokens")
-    assert "slice [:r, :]" in screen
+    t.wait_for("values embed.tokens")
+    t.wait_for("slice [:r, :]")  # the grid's slice line follows the title (a loaded machine drew them apart)
     back()
     t.keys("e")
     t.wait_for("Write the tensor to a .npy file")
