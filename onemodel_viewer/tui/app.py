@@ -8,7 +8,7 @@ Layout: an info bar; the lazy structure tree on the left; on the right the detai
 pane, the statistics panel and the hex pane; the footer. Nothing that touches tensor
 bytes runs on the UI thread except the hex pane's reads of the few lines on screen.
 
-Quitting (``q``, ``ctrl+c``) cancels the background work; :func:`run_app` runs an app on an
+Quitting (``q``, ``ctrl+c``) cancels the background work; :func:`~.run.run_app` runs an app on an
 event loop of its own, so that leaving it never waits for a worker thread still busy (the CLI
 then ends the process without joining them).
 
@@ -19,7 +19,6 @@ soon as its first complete screen has been drawn.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import sys
 import threading
@@ -32,7 +31,7 @@ from textual.binding import Binding
 from textual.message import Message
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.widgets import Footer, Static, Tree
+from textual.widgets import Footer, Tree
 from textual.worker import get_current_worker
 
 from ..analysis.facts import Facts
@@ -41,6 +40,7 @@ from ..format.document import Document
 from ..format.errors import FormatError, Kind
 from ..format.schema import Tensor, walk_graphs
 from ..format.storage import Storage
+from ..process import freeze_gc, pause_gc
 from .bytemap import ByteMap, FileMaps
 from .describe import Describer
 from .info_bar import InfoBar
@@ -50,6 +50,7 @@ from .entries import Entry, EntryFactory
 from .hex_view import HexView
 from .insight import Insight, InsightActions
 from .safe import human_size, safe_str, safe_text
+from .run import run_app
 from .stats_panel import StatsPanel
 from .structure_tree import StructureTree
 
@@ -185,7 +186,7 @@ class OneModelApp(InsightActions, App[int]):
 
     def _first_screen_done(self) -> None:
         if self.resume_gc_after_first_screen:
-            _resume_gc()
+            freeze_gc()
             self.resume_gc_after_first_screen = False
         if self.exit_after_first_screen:
             # a benchmark run ends at the first screen: the background work below would only
@@ -788,35 +789,16 @@ def make_app(path: str | None = None, *, document: Document | None = None,
         exit_after_first_screen = os.environ.get(EXIT_ENV, "") not in ("", "0")
     resume = False
     if exit_after_first_screen and document is None:
-        _pause_gc()  # as run_viewer does: the benchmark measures what users get
+        pause_gc()  # as run_viewer does: the benchmark measures what users get
         resume = True
     if document is None and path is not None:
         try:
             document = _open(path)
         except BaseException:
             if resume:
-                _resume_gc()
+                freeze_gc()
             raise
     return OneModelApp(document, path, exit_after_first_screen=exit_after_first_screen, resume_gc=resume)
-
-
-def _pause_gc() -> None:
-    """No cyclic GC while the model is read and the first screen is built.
-
-    A big model is hundreds of thousands of long-lived objects; every collection triggered
-    while reading it and while Textual builds the screen would walk them again (~12% of the
-    first screen's CPU on a 10,000-node model). :func:`_resume_gc` runs after the first screen.
-    """
-    from ..process import pause_gc
-
-    pause_gc()
-
-
-def _resume_gc() -> None:
-    """Freeze what exists (the model stays out of later collections) and turn the GC back on."""
-    from ..process import freeze_gc
-
-    freeze_gc()
 
 
 def _unopenable(doc: Document) -> bool:
@@ -825,22 +807,22 @@ def _unopenable(doc: Document) -> bool:
 
 def run_viewer(path: str) -> int:
     """Run the viewer on ``path``. A file that cannot be opened at all: message, exit 1."""
-    _pause_gc()
+    pause_gc()
     try:
         doc = _open(path)
     except FormatError as e:
-        _resume_gc()
+        freeze_gc()
         print(f"onemodel-view: {safe_str(path, 200)}: {safe_str(str(e), 400)}", file=sys.stderr)
         return 1
     except OSError as e:
-        _resume_gc()
+        freeze_gc()
         print(f"onemodel-view: {safe_str(path, 200)}: {e.strerror or e}", file=sys.stderr)
         return 1
     except BaseException:
-        _resume_gc()
+        freeze_gc()
         raise
     if _unopenable(doc):
-        _resume_gc()
+        freeze_gc()
         p = next(p for p in doc.problems if p.kind == Kind.IO)
         print(f"onemodel-view: {safe_str(path, 200)}: {safe_str(p.message, 400)}", file=sys.stderr)
         return 1
@@ -849,32 +831,8 @@ def run_viewer(path: str) -> int:
     try:
         rc = run_app(app)
     finally:
-        _resume_gc()
+        freeze_gc()
     return int(rc or 0)
-
-
-def run_app(app: App) -> Any:
-    """``app.run()`` on an event loop of its own, closed without waiting for worker threads.
-
-    ``asyncio.run`` (what ``App.run()`` uses) joins the loop's executor threads, where Textual runs
-    thread workers: ``q`` during a long background job cleared the screen and the process ran on until
-    the job ended (minutes on 100,000 empty tensors). Here the loop's pending tasks are cancelled and
-    the executor is let go; a thread still busy is the caller's to abandon (``cli.entry`` exits with
-    ``os._exit`` when one is left).
-    """
-    loop = asyncio.new_event_loop()
-    try:
-        return app.run(loop=loop)
-    finally:
-        try:
-            pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
-            for t in pending:
-                t.cancel()
-            if pending:
-                loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
-            loop.run_until_complete(loop.shutdown_asyncgens())
-        finally:
-            loop.close()  # shuts the default executor down without waiting for its threads
 
 
 def run_diff_viewer(a: str, b: str) -> int:

@@ -565,7 +565,7 @@ def make_diff_app(a: str | Document, b: str | Document) -> DiffApp:
 
 def run_diff_viewer(a: str, b: str) -> int:
     """Run the diff viewer; 0 when it ran, 2 when a file could not be opened."""
-    from .app import run_app
+    from .run import run_app
 
     app = make_diff_app(a, b)
     run_app(app)  # leaving never waits for the worker (an open or a diff still running)

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import Any, Iterable
 
 from rich.text import Text
-from textual.app import SystemCommand
+from textual.app import App, SystemCommand
 from textual.worker import get_current_worker
 
 from ..analysis.facts import Facts
@@ -30,9 +30,6 @@ from ..format.document import Document
 from ..format.schema import Graph, Node, SparseTensor, Tensor, Type, ValueInfo
 from .entries import Entry
 from .safe import human_size, safe_str, safe_text
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .app import OneModelApp
 
 USED_BY_SHOWN = 12
 """Readers listed in the detail pane (the ``u`` screen lists them all)."""
@@ -60,8 +57,9 @@ def use_text(u: Use) -> Text:
 class Insight:
     """Used-by, parameter counts and inferred types of one document, built in one worker thread."""
 
-    def __init__(self, app: "OneModelApp", doc: Document, facts: Facts) -> None:
+    def __init__(self, app: App, doc: Document, facts: Facts) -> None:
         self.app = app
+        """The viewer (``tui/app.OneModelApp``: not imported here, it imports this module)."""
         self.doc = doc
         self.facts = facts
         self.used_by: UsedBy | None = None
