@@ -35,7 +35,6 @@ from textual.widgets import Footer, Tree
 from textual.worker import get_current_worker
 
 from ..analysis.facts import Facts
-from ..analysis.search import SearchIndex
 from ..format.document import Document
 from ..format.errors import FormatError, Kind
 from ..format.schema import Tensor, walk_graphs
@@ -50,6 +49,7 @@ from .entries import Entry, EntryFactory
 from .hex_view import HexView
 from .insight import Insight, InsightActions
 from .safe import human_size, safe_str, safe_text
+from .search import SearchActions, SearchIndex  # noqa: F401 (SearchIndex: the name tests import from here)
 from .run import run_app
 from .stats_panel import StatsPanel
 from .structure_tree import StructureTree
@@ -81,7 +81,7 @@ def count_tensors(doc: Document) -> int:
     return 0 if doc.model is None else len(all_tensors(doc.model))
 
 
-class OneModelApp(InsightActions, App[int]):
+class OneModelApp(SearchActions, InsightActions, App[int]):
     """Tree + detail + stats + hex over one :class:`Document`."""
 
     CSS_PATH = "app.tcss"
@@ -134,9 +134,7 @@ class OneModelApp(InsightActions, App[int]):
         self.path = path or (document.path if document is not None else None)
         self.exit_after_first_screen = exit_after_first_screen
         self.theme = "textual-dark"
-        self.search_matches: list[tuple[str, str]] = []
-        self.match_index = -1
-        self._search_index: SearchIndex | None = None
+        self._reset_search()
         self._locator = None
         self._locator_doc: Document | None = None
         self._locator_lock = threading.Lock()
@@ -239,8 +237,7 @@ class OneModelApp(InsightActions, App[int]):
             self.insight.cancel.set()  # the previous document's
         self.insight = Insight(self, doc, self.facts)
         self.describer.extra, self.describer.infer = self.insight.lines, self.insight.infer_type
-        self._search_index = None
-        self.search_matches, self.match_index = [], -1
+        self._reset_search()
         self.query_one("#infobar", InfoBar).show(self._info_parts())
         roots = self.factory.root()
         tree.set_entries(roots)
@@ -297,27 +294,6 @@ class OneModelApp(InsightActions, App[int]):
             target = next((r for r in roots if r.kind == "model"), roots[0] if roots else None)
         if target is not None and tree.reveal_entry(target):
             self.show_entry(target)
-
-    def _prepare_search(self, doc: Document, facts: Facts, cancel: threading.Event | None = None) -> None:
-        """Build the main graph's facts (producers, consumers, types: the node list and the detail pane
-        need them) and the search index off the UI thread, so opening the nodes and `/` answer at once."""
-        cancelled = cancel.is_set if cancel is not None else lambda: False
-        if doc.model is None or doc is not self.document or cancelled():
-            return
-        facts.of(doc.model.graph)
-        if doc is not self.document or cancelled():
-            return
-        index = SearchIndex(doc, cancel)
-        if cancelled():  # the index may be incomplete
-            return
-        try:
-            self.call_from_thread(self._set_search_index, doc, index)
-        except Exception:  # app shutting down
-            pass
-
-    def _set_search_index(self, doc: Document, index: "SearchIndex") -> None:
-        if doc is self.document and self._search_index is None:
-            self._search_index = index
 
     def _file_findings(self, doc: Document, cancel: threading.Event | None = None) -> None:
         """The findings that need the bytes (padding, unowned and shared bytes, canonical form): off the UI thread."""
@@ -625,63 +601,6 @@ class OneModelApp(InsightActions, App[int]):
         self.push_screen(Prompt("Go to offset", "0x1a40, 6720, +64, end, 50%",
                                 hint=f"file size {hexv.file_size:,} (0x{hexv.file_size:x})"), done)
 
-    def action_search(self) -> None:
-        from .prompt import Prompt
-
-        def done(text: str | None) -> None:
-            if text:
-                self.search(text)
-
-        self.push_screen(Prompt("Search nodes, tensors, values (name or op)", "e.g. MatMul or layers.3"), done)
-
-    def search(self, query: str) -> int:
-        """Find ``query``; jump to the first match. Returns the number of matches."""
-        if self._search_index is None:
-            if self.document is None:
-                return 0
-            self._search_index = SearchIndex(self.document)
-        found = self._search_index.matches(query)
-        self.search_matches = [(w, d) for w, d, _ in found]
-        self._search_why = [why for _, _, why in found]
-        self._search_query = query
-        self.match_index = -1
-        if not self.search_matches:
-            self.notify(f"no match for {safe_str(query, 40)}", severity="warning", markup=False)
-            return 0
-        self.action_next_match(1)
-        return len(self.search_matches)
-
-    def action_next_match(self, step: int) -> None:
-        if not self.search_matches:
-            self.notify("no search: press / to search", markup=False)
-            return
-        self._go_to_match((self.match_index + step) % len(self.search_matches))
-
-    def _go_to_match(self, index: int) -> None:
-        self.match_index = index
-        where, desc = self.search_matches[index]
-        self.reveal(where)
-        why = getattr(self, "_search_why", [])
-        hit = f" ({safe_str(why[index], 60)})" if index < len(why) else ""
-        self.notify(f"match {index + 1}/{len(self.search_matches)}: {safe_str(desc, 60)}{hit} · f: all matches",
-                    timeout=3, markup=False)
-
-    def action_search_results(self) -> None:
-        """``f``: the last search's matches in a list; Enter goes to one."""
-        if not self.search_matches:
-            self.notify("no search: press / to search", markup=False)
-            return
-        from .search_results import SearchResults
-
-        why = getattr(self, "_search_why", [])
-        rows = [(w, d, why[i] if i < len(why) else "") for i, (w, d) in enumerate(self.search_matches)]
-
-        def done(index: int | None) -> None:
-            if index is not None and 0 <= index < len(self.search_matches):
-                self._go_to_match(index)
-
-        self.push_screen(SearchResults(getattr(self, "_search_query", ""), rows, self.match_index), done)
-
     def action_stats(self) -> None:
         e = self.current
         if e is None or e.kind != "tensor":
@@ -765,8 +684,7 @@ class OneModelApp(InsightActions, App[int]):
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
-        yield SystemCommand("Search", "Search nodes, tensors and values (/)", self.action_search)
-        yield SystemCommand("Search results", "Every match of the last search (f)", self.action_search_results)
+        yield from self.search_commands()
         yield SystemCommand("Go to offset", "Move the hex pane to a file offset (g)", self.action_goto)
         yield SystemCommand("Problems", "List problems and findings (p)", self.action_problems)
         yield SystemCommand("Layout", "Extents of the data region (l)", self.action_layout)
