@@ -21,11 +21,16 @@ if hasattr(nox.options, "download_python"):  # nox 2025 and later could fetch a 
 nox.options.envdir = "build/nox"  # under build/, which git ignores
 
 CORE_TESTS = (
-    "tests/test_manifest.py",
+    "tests/test_manifest*.py",
+    "tests/test_document.py",
+    "tests/test_process.py",
+    "tests/test_spec_rules.py",
+    "tests/test_dtype_enums.py",
     "tests/test_reader*.py",
     "tests/test_hostile*.py",
     "tests/test_dtypes.py",
-    "tests/test_records.py",
+    "tests/test_external_check.py",
+    "tests/test_ort_hostile.py",
     "tests/test_writer*.py",
     "tests/test_storage.py",
     "tests/test_roundtrip.py",
