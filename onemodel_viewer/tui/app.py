@@ -37,18 +37,18 @@ from textual.worker import get_current_worker
 from ..analysis.facts import Facts
 from ..format.document import Document
 from ..format.errors import FormatError, Kind
-from ..format.schema import Tensor, walk_graphs
+from ..format.schema import Tensor
 from ..format.storage import Storage
 from ..process import freeze_gc, pause_gc
 from .bytemap import ByteMap, FileMaps
 from .describe import Describer
-from .info_bar import InfoBar
+from .info_bar import InfoBar, count_nodes, count_tensors, document_parts
 from .detail_pane import DetailPane
 from .byte_inspector import ByteInspector
 from .entries import Entry, EntryFactory
 from .hex_view import HexView
 from .insight import Insight, InsightActions
-from .safe import human_size, safe_str, safe_text
+from .safe import safe_str, safe_text
 from .search import SearchActions, SearchIndex  # noqa: F401 (SearchIndex: the name tests import from here)
 from .run import run_app
 from .stats_panel import StatsPanel
@@ -63,22 +63,6 @@ def _open(path: str) -> Document:
     from .. import format as omf
 
     return omf.open(path, mode="diagnose")
-
-
-def count_nodes(doc: Document) -> int:
-    m = doc.model
-    if m is None:
-        return 0
-    n = sum(len(g.nodes) for g in walk_graphs(m.graph))
-    for f in m.functions:
-        n += len(f.nodes)
-    return n
-
-
-def count_tensors(doc: Document) -> int:
-    from ..format.schema import all_tensors
-
-    return 0 if doc.model is None else len(all_tensors(doc.model))
 
 
 class OneModelApp(SearchActions, InsightActions, App[int]):
@@ -346,35 +330,13 @@ class OneModelApp(SearchActions, InsightActions, App[int]):
                     severity="error", timeout=10, markup=False)
 
     def _info_parts(self) -> list[tuple[Text, int, bool]]:
-        """The info bar's parts, most important kept longest (:class:`.info_bar.InfoBar`): the verdict never goes."""
+        """The info bar's parts for the document (:func:`.info_bar.document_parts`)."""
         doc = self.document
         assert doc is not None
-        parts: list[tuple[Text, int, bool]] = [(Text("onemodel-view", style="bold"), 20, False)]
-        parts.append((Text(" ") + safe_text(os.path.basename(doc.path), style="bold", limit=60), 90, True))
-        parts.append((Text(f"  {human_size(doc.size)}", style="dim"), 40, True))
-        bad_magic = doc.header is None and any(p.where == "header.magic" for p in doc.problems)
-        parts.append((Text("not a OneModel file (bad magic)", style="bold red") if bad_magic and doc.source == "onemodel"
-                      else Text(doc.source, style="dim"), 95 if bad_magic else 30, False))
         counts = self._counts
         if counts is None or counts[0] is not doc:  # walked once per document, not on every info-bar refresh
             counts = self._counts = (doc, count_tensors(doc), count_nodes(doc))
-        parts.append((Text(f"{counts[1]:,} tensor{'s' if counts[1] != 1 else ''}", style="dim"), 50, False))
-        parts.append((Text(f"{counts[2]:,} node{'s' if counts[2] != 1 else ''}", style="dim"), 60, False))
-        if doc.problems:
-            parts.append((Text(f"{len(doc.problems)} problem{'s' if len(doc.problems) != 1 else ''}",
-                               style="bold red"), 100, False))
-        else:
-            parts.append((Text("valid", style="bold green"), 100, False))
-        if doc.findings:
-            parts.append((Text(f"{len(doc.findings)} finding{'s' if len(doc.findings) != 1 else ''}",
-                               style="yellow"), 80, False))
-        return parts
-
-    def _info_text(self) -> Text:
-        """The info bar's whole text (unfitted)."""
-        bar = InfoBar()
-        bar.show(self._info_parts())
-        return bar.fitted(10**6)
+        return document_parts(doc, counts[1], counts[2])
 
     # ------------------------------------------------------------------ selection
     @on(Tree.NodeHighlighted, "#tree")

@@ -7,10 +7,14 @@ never half a number), then the file name is shortened with ``…``. The verdict 
 
 from __future__ import annotations
 
+import os
+
 from rich.text import Text
 from textual.widgets import Static
 
-from .safe import fit_text
+from ..format.document import Document
+from ..format.schema import all_tensors, walk_graphs
+from .safe import fit_text, human_size, safe_text
 
 SEPARATOR = " · "
 
@@ -67,3 +71,41 @@ class InfoBar(Static):
     def render(self) -> Text:
         width = self.content_region.width or self.size.width
         return self.fitted(width) if width > 0 else Text()
+
+
+def count_nodes(doc: Document) -> int:
+    """Nodes of every graph and function of the model."""
+    m = doc.model
+    if m is None:
+        return 0
+    n = sum(len(g.nodes) for g in walk_graphs(m.graph))
+    for f in m.functions:
+        n += len(f.nodes)
+    return n
+
+
+def count_tensors(doc: Document) -> int:
+    """Tensors of the model (initializers, attribute tensors, sparse parts)."""
+    return 0 if doc.model is None else len(all_tensors(doc.model))
+
+
+def document_parts(doc: Document, tensors: int, nodes: int) -> list[tuple[Text, int, bool]]:
+    """The viewer's parts for ``doc`` (``tensors`` and ``nodes`` counted once per document), most
+    important kept longest: the verdict never goes."""
+    parts: list[tuple[Text, int, bool]] = [(Text("onemodel-view", style="bold"), 20, False)]
+    parts.append((Text(" ") + safe_text(os.path.basename(doc.path), style="bold", limit=60), 90, True))
+    parts.append((Text(f"  {human_size(doc.size)}", style="dim"), 40, True))
+    bad_magic = doc.header is None and any(p.where == "header.magic" for p in doc.problems)
+    parts.append((Text("not a OneModel file (bad magic)", style="bold red") if bad_magic and doc.source == "onemodel"
+                  else Text(doc.source, style="dim"), 95 if bad_magic else 30, False))
+    parts.append((Text(f"{tensors:,} tensor{'s' if tensors != 1 else ''}", style="dim"), 50, False))
+    parts.append((Text(f"{nodes:,} node{'s' if nodes != 1 else ''}", style="dim"), 60, False))
+    if doc.problems:
+        parts.append((Text(f"{len(doc.problems)} problem{'s' if len(doc.problems) != 1 else ''}",
+                           style="bold red"), 100, False))
+    else:
+        parts.append((Text("valid", style="bold green"), 100, False))
+    if doc.findings:
+        parts.append((Text(f"{len(doc.findings)} finding{'s' if len(doc.findings) != 1 else ''}",
+                           style="yellow"), 80, False))
+    return parts
