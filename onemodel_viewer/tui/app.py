@@ -48,6 +48,7 @@ from .byte_inspector import ByteInspector
 from .entries import Entry, EntryFactory
 from .hex_view import HexView
 from .insight import Insight, InsightActions
+from .locate import ManifestSpans
 from .safe import safe_str, safe_text
 from .search import SearchActions, SearchIndex  # noqa: F401 (SearchIndex: the name tests import from here)
 from .run import run_app
@@ -119,9 +120,7 @@ class OneModelApp(SearchActions, InsightActions, App[int]):
         self.exit_after_first_screen = exit_after_first_screen
         self.theme = "textual-dark"
         self._reset_search()
-        self._locator = None
-        self._locator_doc: Document | None = None
-        self._locator_lock = threading.Lock()
+        self._manifest_spans = ManifestSpans()
         self._locate_timer = None
         self.current: Entry | None = None
         """The entry shown in the detail pane."""
@@ -405,44 +404,18 @@ class OneModelApp(SearchActions, InsightActions, App[int]):
     @work(thread=True, exclusive=True, group="locate", exit_on_error=False)
     def _locate(self, where: str) -> None:
         """Find the manifest bytes of ``where`` (off the UI thread) and highlight them."""
-        doc = self.document
-        if doc is None or doc.storage is None or doc.manifest_span is None:
-            return
-        m0, mlen = doc.manifest_span
-        try:
-            with self._locator_lock:
-                if self._locator is None or self._locator_doc is not doc:
-                    mlen = max(0, min(mlen, doc.size - m0))
-                    data = doc.storage.read(m0, mlen)
-                    from ..format.manifest_locate import Locator
+        worker = get_current_worker()
 
-                    # a diagnose open that parsed the manifest has looked for duplicate keys: with
-                    # none, a look-up may stop at the first match (no need to skip a whole graph)
-                    unique = (
-                        doc.mode == "diagnose" and doc.model is not None
-                        and not any(f.code == "duplicate-key" for f in doc.findings)
-                    )
-                    self._locator = Locator(data, unique_keys=unique, background=True)
-                    self._locator_doc = doc
-                locator = self._locator
-                if self.current is None or self.current.where != where:
-                    return  # the selection moved on while waiting
+        def is_current() -> bool:
+            cur = self.current
+            return cur is not None and cur.where == where
 
-                def moved_on() -> bool:  # a thread cannot be stopped: the scan asks, now and then
-                    cur = self.current
-                    return worker.is_cancelled or cur is None or cur.where != where
-
-                worker = get_current_worker()
-                found = locator.nearest(where, cancelled=moved_on)
-        except Exception:  # hostile manifest, changed file or a look-up given up: no highlight, never a crash
-            return
-        if found is None:
-            return
-        start, end, _path = found
-        try:
-            self.call_from_thread(self._highlight_span, where, m0 + start, end - start)
-        except Exception:
-            pass
+        span = self._manifest_spans.span(self.document, where, is_current, lambda: worker.is_cancelled)
+        if span is not None:
+            try:
+                self.call_from_thread(self._highlight_span, where, *span)
+            except Exception:  # app shutting down
+                pass
 
     def _highlight_span(self, where: str, offset: int, length: int) -> None:
         if self.current is None or self.current.where != where:
