@@ -49,7 +49,7 @@ from .entries import Entry, EntryFactory
 from .hex_view import HexView
 from .insight import Insight, InsightActions
 from .locate import ManifestSpans
-from .safe import safe_str, safe_text
+from .safe import safe_str
 from .search import SearchActions, SearchIndex  # noqa: F401 (SearchIndex: the name tests import from here)
 from .run import run_app
 from .stats_panel import StatsPanel
@@ -249,10 +249,10 @@ class OneModelApp(SearchActions, InsightActions, App[int]):
                     storage = None
         self._hex_storage = storage
         self._watch_storage(doc, storage)
-        hexv.set_document_file(storage, self.maps)
+        hexv.set_document_file(storage, self.maps, header=doc.header)
         self.query_one(StatsPanel).clear_cache()
         self.query_one(DetailPane).show(self.describer.model(doc.model) if doc.model is not None else [])
-        self._update_hex_title(hexv.cursor)
+        hexv.show_position(hexv.cursor)
         self._place_cursor(roots)
         if self._first_screen_shown:  # a reload: the first screen is long done
             self._start_background()
@@ -366,12 +366,12 @@ class OneModelApp(SearchActions, InsightActions, App[int]):
                 else:
                     hexv.set_highlight(None)
                     hexv.goto(obj.file_offset)
-                self._update_hex_title(hexv.cursor)
+                hexv.show_position(hexv.cursor)
                 return
         else:
             stats.show_tensor(None)
             stats.add_class("hidden")
-        self._show_document_file()
+        hexv.show_document_file()
         if entry.kind == "header" and isinstance(obj, tuple):
             hexv.goto(obj[1], obj[2])
             return
@@ -387,19 +387,6 @@ class OneModelApp(SearchActions, InsightActions, App[int]):
                 self._locate_timer.stop()
             where = entry.where
             self._locate_timer = self.set_timer(LOCATE_DELAY, lambda: self._locate(where))
-
-    def _show_document_file(self) -> None:
-        """The hex pane back on the document's own file (after an external data file)."""
-        hexv = self.query_one(HexView)
-        if hexv.show_document_file():
-            self._update_hex_title(hexv.cursor)
-
-    def _show_file(self, t: Tensor | None) -> None:
-        """The hex pane on the file holding ``t`` (None: the document's own file)."""
-        if t is None:
-            self._show_document_file()
-        else:
-            self.query_one(HexView).show_file_of(t)
 
     @work(thread=True, exclusive=True, group="locate", exit_on_error=False)
     def _locate(self, where: str) -> None:
@@ -445,55 +432,18 @@ class OneModelApp(SearchActions, InsightActions, App[int]):
 
     @on(HexView.CursorMoved)
     def _hex_cursor(self, event: HexView.CursorMoved) -> None:
-        self._update_hex_title(event.offset)
+        self.query_one(HexView).show_position(event.offset)
         self.update_inspector()
 
-    def _update_hex_title(self, offset: int) -> None:
-        hexv = self.query_one(HexView)
-        t = Text("Hex ")
-        ext = hexv.external_path
-        if ext:
-            t.append_text(safe_text(os.path.basename(ext), style="bold yellow", limit=40))
-            t.append(" ")
-        t.append(f"0x{offset:x}", style="bold")
-        t.append(f" ({offset:,})", style="dim")
-        hexv.border_title = t
-        bm = hexv.bytemap
-        owner = bm.owner_at(offset) if bm is not None and hexv.file_size else ""
-        doc = self.document
-        if owner.startswith("header.") and doc is not None and doc.header is not None and ext is None:
-            region = self.bytemap.base_at(offset)
-            value = getattr(doc.header, region.name, None) if region is not None else None
-            if isinstance(value, int):
-                owner += f" = {value:,}"
-            elif isinstance(value, bytes):
-                owner += " = " + repr(value)
-        hexv.border_subtitle = safe_text(owner, limit=80) if owner else None
-
     def owner_at(self, offset: int) -> str:
-        """What owns the byte at ``offset`` (plain text, made visible)."""
-        bm = self.query_one(HexView).bytemap
-        return safe_str(bm.owner_at(offset), 200) if bm is not None else ""
+        """What owns the byte at ``offset`` in the hex pane's file (plain text, made visible)."""
+        return self.query_one(HexView).owner_at(offset)
 
     # ------------------------------------------------------------------ actions
-    def record_at(self, offset: int) -> str | None:
-        """The ``where`` of the record owning the byte at ``offset`` in the hex pane's file (a tensor, a header field)."""
-        hexv = self.query_one(HexView)
-        bm = hexv.bytemap
-        if bm is None:
-            return None
-        regions = bm.tensors_at(offset, limit=1)
-        if regions and regions[0].tensor is not None and regions[0].tensor.where:
-            return regions[0].tensor.where
-        base = bm.base_at(offset)
-        if base is not None and base.kind == "header" and hexv.external_path is None:
-            return f"header.{base.name}"
-        return None
-
     def action_owner_record(self) -> None:
         """``w``: the tree, the detail and the hex pane on the record owning the byte under the hex cursor."""
         hexv = self.query_one(HexView)
-        where = self.record_at(hexv.cursor)
+        where = hexv.record_at(hexv.cursor)
         if where is None or self.reveal(where) is None:
             owner = self.owner_at(hexv.cursor) or "nothing"
             self.notify(f"no record to show for byte 0x{hexv.cursor:x} ({owner})", timeout=3, markup=False)
@@ -581,13 +531,14 @@ class OneModelApp(SearchActions, InsightActions, App[int]):
 
         def done(span: Any) -> None:
             if span is not None:
-                self._show_file(span[2] if len(span) > 2 else None)  # a weights file's row: show that file
+                hexv = self.query_one(HexView)
+                hexv.show_file(span[2] if len(span) > 2 else None)  # a weights file's row: show that file
                 # the tree and the detail on the record owning the bytes, then the hex pane on the extent
-                where = self.record_at(span[0]) if span[1] > 0 else None
+                where = hexv.record_at(span[0]) if span[1] > 0 else None
                 if where is not None:
                     self.reveal(where)
-                    self._show_file(span[2] if len(span) > 2 else None)
-                self.query_one(HexView).goto(span[0], span[1])
+                    hexv.show_file(span[2] if len(span) > 2 else None)
+                hexv.goto(span[0], span[1])
 
         from .layout_screen import LayoutScreen
 

@@ -20,8 +20,12 @@ Home/End to the line's start/end, ctrl+home/ctrl+end to the file's start/end.
 
 from __future__ import annotations
 
+import os
+from typing import Any
+
 from rich.segment import Segment
 from rich.style import Style
+from rich.text import Text
 from textual import events
 from textual.binding import Binding
 from textual.cache import LRUCache
@@ -36,7 +40,7 @@ from ..format.errors import FormatError
 from ..format.schema import Tensor
 from ..format.storage import Storage
 from .bytemap import ByteMap, FileMaps
-from .safe import safe_str
+from .safe import safe_str, safe_text
 
 
 ANNOTATION_ROOM = 16
@@ -152,6 +156,7 @@ class HexView(ScrollView, can_focus=True):
         self.error: str | None = None
         """Set when the storage could not be read (file changed on disk)."""
         self._home: tuple[Storage | None, FileMaps] | None = None
+        self._header: Any = None
         self._external: tuple[Storage, ByteMap] | None = None
 
     # ------------------------------------------------------------------ public API
@@ -179,10 +184,12 @@ class HexView(ScrollView, can_focus=True):
         """The external data file shown instead of the document's file, or None."""
         return self._external[1].path if self._external is not None else None
 
-    def set_document_file(self, storage: Storage | None, maps: FileMaps | None) -> None:
-        """Show a document's own file (``storage``, mapped by ``maps.home``); :meth:`show_file_of` may
-        switch to one of its external data files."""
+    def set_document_file(self, storage: Storage | None, maps: FileMaps | None, header: Any = None) -> None:
+        """Show a document's own file (``storage``, mapped by ``maps.home``; ``header``: its parsed header,
+        whose values :meth:`show_position` names); :meth:`show_file_of` may switch to one of its
+        external data files."""
         self._home = (storage, maps) if maps is not None else None
+        self._header = header
         self._external = None
         self.set_source(storage, maps.home if maps is not None else None,
                         size=storage.size if storage is not None else 0)
@@ -194,7 +201,55 @@ class HexView(ScrollView, can_focus=True):
         self._external = None
         storage, maps = self._home
         self.set_source(storage, maps.home, size=storage.size if storage is not None else 0)
+        self.show_position(self.cursor)
         return True
+
+    def show_file(self, t: Tensor | None) -> None:
+        """:meth:`show_file_of` ``t``, or (None) :meth:`show_document_file`."""
+        if t is None:
+            self.show_document_file()
+        else:
+            self.show_file_of(t)
+
+    def show_position(self, offset: int) -> None:
+        """The border: ``Hex [weights file] 0x1a40 (6,720)`` above, the owner of that byte below (a
+        header field with its value)."""
+        t = Text("Hex ")
+        ext = self.external_path
+        if ext:
+            t.append_text(safe_text(os.path.basename(ext), style="bold yellow", limit=40))
+            t.append(" ")
+        t.append(f"0x{offset:x}", style="bold")
+        t.append(f" ({offset:,})", style="dim")
+        self.border_title = t
+        bm = self._bytemap
+        owner = bm.owner_at(offset) if bm is not None and self._nbytes else ""
+        if owner.startswith("header.") and self._header is not None and ext is None:
+            region = bm.base_at(offset)  # type: ignore[union-attr]
+            value = getattr(self._header, region.name, None) if region is not None else None
+            if isinstance(value, int):
+                owner += f" = {value:,}"
+            elif isinstance(value, bytes):
+                owner += " = " + repr(value)
+        self.border_subtitle = safe_text(owner, limit=80) if owner else None
+
+    def owner_at(self, offset: int) -> str:
+        """What owns the byte at ``offset`` in the file shown (plain text, made visible)."""
+        bm = self._bytemap
+        return safe_str(bm.owner_at(offset), 200) if bm is not None else ""
+
+    def record_at(self, offset: int) -> str | None:
+        """The ``where`` of the record owning the byte at ``offset`` in the file shown (a tensor, a header field)."""
+        bm = self._bytemap
+        if bm is None:
+            return None
+        regions = bm.tensors_at(offset, limit=1)
+        if regions and regions[0].tensor is not None and regions[0].tensor.where:
+            return regions[0].tensor.where
+        base = bm.base_at(offset)
+        if base is not None and base.kind == "header" and self.external_path is None:
+            return f"header.{base.name}"
+        return None
 
     def show_file_of(self, t: Tensor) -> bool:
         """Show the file holding ``t``'s bytes: the document's, or the external data file it is stored in.
