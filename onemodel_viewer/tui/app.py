@@ -40,6 +40,7 @@ from ..format.errors import FormatError, Kind
 from ..format.schema import Tensor
 from ..format.storage import Storage
 from ..process import freeze_gc, pause_gc
+from .background import BackgroundWork
 from .bytemap import ByteMap, FileMaps
 from .describe import Describer
 from .info_bar import InfoBar, count_nodes, count_tensors, document_parts
@@ -66,7 +67,7 @@ def _open(path: str) -> Document:
     return omf.open(path, mode="diagnose")
 
 
-class OneModelApp(SearchActions, InsightActions, App[int]):
+class OneModelApp(BackgroundWork, SearchActions, InsightActions, App[int]):
     """Tree + detail + stats + hex over one :class:`Document`."""
 
     CSS_PATH = "app.tcss"
@@ -177,31 +178,6 @@ class OneModelApp(SearchActions, InsightActions, App[int]):
         self._first_screen_shown = True
         self._start_background()
 
-    def _start_background(self) -> None:
-        """Work that needs the whole model (byte-level findings, the search index), in threads.
-
-        Started once the first screen is on the terminal: before it, these threads take the
-        interpreter from the UI thread (measured: first screen of the 10,000-node bench model
-        ~0.84 s -> ~1.15 s when they started at mount).
-        """
-        doc = self.document
-        if doc is None or doc.model is None:
-            return
-        self._background_cancel.set()  # the previous document's job, if it still runs
-        self._background_cancel = cancel = threading.Event()
-        self._background(doc, self.facts, cancel)
-
-    @work(thread=True, exclusive=True, group="background", exit_on_error=False)
-    def _background(self, doc: Document, facts: Facts, cancel: threading.Event) -> None:
-        """One thread, one task after the other: each busy thread takes the interpreter from the UI
-        thread every few milliseconds (measured on a 10^6-node model: three at once made a key press
-        take ~2 s, one ~60 ms). ``cancel`` (set on quit and reload) stops it between and inside tasks."""
-        # ``doc`` and ``facts`` are this document's: a reload replaces self.document/self.facts while
-        # this thread runs on (it cannot be stopped), and its results must not land in the new ones
-        self._prepare_search(doc, facts, cancel)
-        if doc.source == "onemodel" and doc is self.document and not cancel.is_set():
-            self._file_findings(doc, cancel)
-
     def _setup(self) -> None:
         doc = self.document
         tree = self.query_one(StructureTree)
@@ -277,34 +253,6 @@ class OneModelApp(SearchActions, InsightActions, App[int]):
             target = next((r for r in roots if r.kind == "model"), roots[0] if roots else None)
         if target is not None and tree.reveal_entry(target):
             self.show_entry(target)
-
-    def _file_findings(self, doc: Document, cancel: threading.Event | None = None) -> None:
-        """The findings that need the bytes (padding, unowned and shared bytes, canonical form): off the UI thread."""
-        from ..analysis.layout import file_findings
-
-        try:
-            extra = file_findings(doc, cancel=cancel)
-        except Exception:  # a changed file or a core bug: the open-time findings stay, the app stays up
-            return
-        if cancel is not None and cancel.is_set():  # scans given up half way: not findings to show
-            return
-        if extra:
-            try:
-                self.call_from_thread(self._add_findings, doc, extra)
-            except Exception:  # app shutting down
-                pass
-
-    def _add_findings(self, doc: Document, extra: list) -> None:
-        if doc is not self.document:
-            return
-        doc.findings.extend(extra)
-        tree = self.query_one(StructureTree)
-        old = next((e for e in tree.roots if e.key == "findings"), None)
-        if old is not None:
-            new = self.factory.findings_entry()
-            old.label, old.children = new.label, new.children
-            tree.refresh_entry(old)
-        self.query_one("#infobar", InfoBar).show(self._info_parts())
 
     def _watch_storage(self, doc: Document, storage: Storage | None) -> None:
         """Tell the user at once when the mapped file changes on disk, and when it cannot be protected."""
