@@ -212,18 +212,7 @@ class OneModelApp(BackgroundWork, SearchActions, InsightActions, App[int]):
             if node is not None and roots[0].expandable:
                 tree.populate(node)
                 node.expand()
-        storage = doc.storage
-        if storage is None and doc.source != "onemodel":
-            # ONNX: reuse the mapping the tensors already view, else map the file for the hex pane
-            storage = next((t.storage for t in self.bytemap.spans.tensors[:1]), None)
-            if storage is None:
-                try:
-                    from ..format.storage import FileStorage
-
-                    storage = FileStorage(doc.path)
-                except FormatError:
-                    storage = None
-        self._hex_storage = storage
+        self._hex_storage = storage = self.maps.file_storage()
         self._watch_storage(doc, storage)
         hexv.set_document_file(storage, self.maps, header=doc.header)
         self.query_one(StatsPanel).clear_cache()

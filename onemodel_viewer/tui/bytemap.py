@@ -20,6 +20,7 @@ from functools import cached_property
 
 from ..analysis.tensor_spans import TensorSpans, in_file
 from ..format.document import HEADER_FIELDS, Document
+from ..format.errors import FormatError
 from ..format.schema import Tensor, all_tensors
 from ..format.storage import Storage
 
@@ -233,6 +234,23 @@ class FileMaps:
         if self._home is None:
             self._home = ByteMap(self.doc)
         return self._home
+
+    def file_storage(self) -> Storage | None:
+        """The document's own file as a storage, for the hex pane (None: it cannot be read).
+
+        ONNX: the mapping its tensors already view, else the file mapped for the pane.
+        """
+        storage = self.doc.storage
+        if storage is None and self.doc.source != "onemodel":
+            storage = next((t.storage for t in self.home.spans.tensors[:1]), None)
+            if storage is None:
+                try:
+                    from ..format.storage import FileStorage
+
+                    storage = FileStorage(self.doc.path)
+                except FormatError:
+                    storage = None
+        return storage
 
     def in_home(self, t: Tensor) -> bool:
         """True when ``t``'s bytes are in the document's own file."""
