@@ -16,6 +16,9 @@ CORE = [
     "onemodel_viewer.analysis.layout",
     "onemodel_viewer.analysis.stats",
     "onemodel_viewer.analysis.diff",
+    "onemodel_viewer.analysis.facts",
+    "onemodel_viewer.analysis.search",
+    "onemodel_viewer.analysis.tensor_spans",
 ]
 
 
