@@ -24,16 +24,15 @@ work done) or ``--max-seconds`` have passed.
 from __future__ import annotations
 
 import argparse
-import fcntl
 import os
 import statistics
-import struct
 import subprocess
 import sys
-import termios
 import threading
 import time
 from dataclasses import dataclass, field
+
+from .proc import open_pty
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 QUIET = 0.05
@@ -73,8 +72,7 @@ def _cpu_seconds(pid: int) -> float:
 def measure(cmd: list[str], *, keys: int = 40, max_seconds: float = 60.0, interval: float = 0.1,
             until_idle: bool = True, startup_timeout: float = 120.0, env: dict | None = None) -> Latency:
     """Run ``cmd`` in a 120x40 pty and measure its key latency (see the module docstring)."""
-    master, slave = os.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+    master, slave = open_pty()
     full_env = dict(os.environ, TERM="xterm-256color")
     full_env.pop("COLUMNS", None)
     full_env.pop("LINES", None)

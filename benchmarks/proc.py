@@ -50,6 +50,13 @@ def _status_kib(pid: int, field: str) -> int:
     return 0
 
 
+
+def open_pty(rows: int = 40, cols: int = 120) -> tuple[int, int]:
+    """A pty pair (master, slave) whose window is ``cols`` x ``rows``: the viewer sizes itself to it."""
+    master, slave = os.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+    return master, slave
+
 def run_proc(cmd: list[str], *, env: dict | None = None, tty: bool = False, timeout: float = 900) -> Proc:
     """Run ``cmd`` to completion: wall time, exit code, peak RSS (rusage) and sampled peak anon RSS."""
     full_env = dict(os.environ)
@@ -63,8 +70,7 @@ def run_proc(cmd: list[str], *, env: dict | None = None, tty: bool = False, time
     master = slave = None
     chunks: list[bytes] = []
     if tty:
-        master, slave = os.openpty()
-        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+        master, slave = open_pty()
         full_env.setdefault("TERM", "xterm-256color")
         full_env.pop("COLUMNS", None)
         full_env.pop("LINES", None)
