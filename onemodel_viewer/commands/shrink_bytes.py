@@ -8,9 +8,9 @@ whether its strict open fails like IN's, raising :class:`Budget` when the time i
 
 from __future__ import annotations
 
-import struct
+from ..format.header import STRUCT
 
-HEADER = struct.Struct("<8sIIQQQQQQ")
+HEADER = STRUCT  # the header layout (spec section 1.1), as the reader reads it
 FIELDS = ("magic", "version", "flags", "manifest_offset", "manifest_length", "data_offset", "data_length",
            "file_length", "reserved")
 MIN_MANIFEST = (b'{"format":"onemodel","version":1,"ir_version":3,"opsets":[],"graph":{"inputs":[],"outputs":[],'
