@@ -6,6 +6,7 @@ read files outside the model's folder (absolute paths, ``..``, symlinks), nor cr
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -119,17 +120,25 @@ def test_external_inside_folder_reads(secret):
     doc.close()
 
 
-@pytest.mark.parametrize("blob", [b"\x0a\xff\xff\xff\xff\x0f", b"\x08" * 64, os.urandom(0) + bytes(range(256)) * 4],
-                         ids=["bad-length", "varints", "bytes"])
-def test_garbage_onnx_is_clean(tmp_path, blob):
+@pytest.mark.parametrize(("blob", "where", "offset"), [
+    (b"\x0a\xff\xff\xff\xff\x0f", "header.magic", 0),  # not taken for ONNX: read as a OneModel file
+    (b"\x08" * 64, "onnx.graph", None),
+    (bytes(range(256)) * 4, "onnx", None),
+], ids=["bad-length", "varints", "bytes"])
+def test_garbage_onnx_is_clean(tmp_path, blob, where, offset):
+    """Garbage named .onnx: one Malformed problem at the exact place, the same from --check, no traceback."""
     p = tmp_path / "garbage.onnx"
     p.write_bytes(blob)
     doc = omf.open(p, mode="diagnose")
-    assert doc.problems or doc.model is not None
+    assert doc.model is None
+    first = doc.problems[0]
+    assert (first.kind, first.where, first.offset) == (Kind.MALFORMED, where, offset)
     r = subprocess.run([sys.executable, "-m", "onemodel_viewer", "--check", "--json", str(p)],
                        capture_output=True, text=True, timeout=60)
-    assert r.returncode in (0, 1), r.stderr[-2000:]
+    assert r.returncode == 1, r.stderr[-2000:]
     assert "Traceback" not in r.stderr
+    reported = json.loads(r.stdout)["problems"][0]
+    assert (reported["kind"], reported["where"], reported["offset"]) == ("Malformed", where, offset)
 
 
 def _varint(n: int) -> bytes:

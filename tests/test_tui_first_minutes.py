@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
-import functools
 from pathlib import Path
 
 import pytest
 from rich.text import Text
 
-from onemodel_viewer.tui.app import make_app
 from onemodel_viewer.tui.detail_pane import DetailPane
 from onemodel_viewer.tui.hex_view import HexView
 from onemodel_viewer.tui.safe import fit_text
@@ -19,26 +16,6 @@ ROOT = Path(__file__).resolve().parent.parent
 VALID = ROOT / "testdata" / "valid"
 HOSTILE = ROOT / "testdata" / "hostile"
 SHOWCASE = VALID / "showcase.onemodel"
-
-
-def aio(fn):
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        return asyncio.run(fn(*args, **kwargs))
-
-    return wrapper
-
-
-def need(path: Path) -> Path:
-    if not path.exists():
-        pytest.skip(f"{path.name} not generated yet")
-    return path
-
-
-async def settle(pilot) -> None:
-    await pilot.pause()
-    await pilot.app.workers.wait_for_complete()
-    await pilot.pause()
 
 
 def screen_lines(app) -> list[str]:
@@ -55,12 +32,10 @@ def visible_tree_rows(app) -> list[str]:
 
 # ----------------------------------------------------------------------------- 1. → / ←
 
-@aio
-async def test_right_expands_left_collapses_and_goes_to_parent():
+async def test_right_expands_left_collapses_and_goes_to_parent(viewer):
     """→/← scrolled the tree sideways (rows lost their first column) instead of expanding/collapsing."""
-    app = make_app(str(need(SHOWCASE)))
-    async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot)
+    async with viewer(SHOWCASE, size=(80, 24)) as pilot:
+        app = pilot.app
         tree = app.query_one(StructureTree)
         tree.focus()
         # to a collapsed group: the graph's ``inputs``
@@ -100,12 +75,10 @@ def test_fit_text_cuts_names_never_numbers():
     assert out.endswith("(2 graphs)") and "…" in out and len(out) <= 20
 
 
-@aio
-async def test_80_columns_info_bar_keeps_the_verdict_and_tree_rows_end_cleanly():
+async def test_80_columns_info_bar_keeps_the_verdict_and_tree_rows_end_cleanly(viewer):
     """At 80 columns the top bar lost ``· 1 problem`` and rows showed ``opset 1`` for opset 16."""
-    app = make_app(str(need(HOSTILE / "InvalidModel-cycle-two-nodes.onemodel")))
-    async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot)
+    async with viewer(HOSTILE / "InvalidModel-cycle-two-nodes.onemodel", size=(80, 24)) as pilot:
+        app = pilot.app
         top = screen_lines(app)[0]
         assert "1 problem" in top
         tree = app.query_one(StructureTree)
@@ -117,9 +90,8 @@ async def test_80_columns_info_bar_keeps_the_verdict_and_tree_rows_end_cleanly()
             label = text.lstrip("│├└ ▶▼").rstrip()
             # either the whole label or one cut with an ellipsis
             assert label in full or "…" in label, row
-    app = make_app(str(need(SHOWCASE)))
-    async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot)
+    async with viewer(SHOWCASE, size=(80, 24)) as pilot:
+        app = pilot.app
         assert "valid" in screen_lines(app)[0]
         assert app.query_one(StructureTree).scroll_offset.x == 0
         assert app.query_one(StructureTree).virtual_size.width <= app.query_one(StructureTree).size.width
@@ -127,12 +99,10 @@ async def test_80_columns_info_bar_keeps_the_verdict_and_tree_rows_end_cleanly()
 
 # ----------------------------------------------------------------------------- 3. pane width
 
-@aio
-async def test_tree_pane_can_be_widened_and_maximised():
+async def test_tree_pane_can_be_widened_and_maximised(viewer):
     """The tree pane had a fixed 32% width (max 70): rows read ``If If_0 (2 grap`` at 80x24."""
-    app = make_app(str(need(SHOWCASE)))
-    async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot)
+    async with viewer(SHOWCASE, size=(80, 24)) as pilot:
+        app = pilot.app
         tree = app.query_one(StructureTree)
         before = tree.outer_size.width
         await pilot.press("greater_than_sign", "greater_than_sign")
@@ -141,9 +111,8 @@ async def test_tree_pane_can_be_widened_and_maximised():
         await pilot.press("less_than_sign")
         await pilot.pause()
         assert tree.outer_size.width == before + 4
-    app = make_app(str(need(SHOWCASE)))
-    async with app.run_test(size=(200, 40)) as pilot:
-        await settle(pilot)
+    async with viewer(SHOWCASE, size=(200, 40)) as pilot:
+        app = pilot.app
         tree = app.query_one(StructureTree)
         app.screen.maximize(tree)
         await pilot.pause()
@@ -152,12 +121,10 @@ async def test_tree_pane_can_be_widened_and_maximised():
 
 # ----------------------------------------------------------------------------- 4. start-up cursor
 
-@aio
-async def test_start_up_cursor_is_on_the_row_the_detail_shows():
+async def test_start_up_cursor_is_on_the_row_the_detail_shows(viewer):
     """The detail showed "model" while no row was highlighted, and the first ↓ jumped to "header"."""
-    app = make_app(str(need(SHOWCASE)))
-    async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
+    async with viewer(SHOWCASE, size=(120, 40)) as pilot:
+        app = pilot.app
         tree = app.query_one(StructureTree)
         assert tree.cursor_node is not None and tree.cursor_node.data.kind == "model"
         assert app.current is tree.cursor_node.data
@@ -170,12 +137,10 @@ async def test_start_up_cursor_is_on_the_row_the_detail_shows():
 
 # ----------------------------------------------------------------------------- 8. broken files
 
-@aio
-async def test_broken_file_opens_on_its_first_problem():
+async def test_broken_file_opens_on_its_first_problem(viewer):
     """A broken file whose manifest parses opened on the normal model view."""
-    app = make_app(str(need(HOSTILE / "InvalidModel-cycle-two-nodes.onemodel")))
-    async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
+    async with viewer(HOSTILE / "InvalidModel-cycle-two-nodes.onemodel", size=(120, 40)) as pilot:
+        app = pilot.app
         tree = app.query_one(StructureTree)
         node = tree.cursor_node
         assert node is not None and node.data.kind == "problem"
@@ -186,12 +151,10 @@ async def test_broken_file_opens_on_its_first_problem():
         assert app.query_one(HexView).cursor == problem.offset
 
 
-@aio
-async def test_broken_manifest_shows_the_message_not_press_p():
+async def test_broken_manifest_shows_the_message_not_press_p(viewer):
     """When the manifest itself was broken, the detail pane said ``1 problem(s): press p``."""
-    app = make_app(str(need(HOSTILE / "Malformed-manifest-trailing-comma.onemodel")))
-    async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
+    async with viewer(HOSTILE / "Malformed-manifest-trailing-comma.onemodel", size=(120, 40)) as pilot:
+        app = pilot.app
         assert app.document.model is None
         lines = app.query_one(DetailPane).plain_lines()
         assert not any("press p" in line for line in lines)
@@ -200,12 +163,10 @@ async def test_broken_manifest_shows_the_message_not_press_p():
 
 # ----------------------------------------------------------------------------- 20. small ones
 
-@aio
-async def test_cancel_with_nothing_running_says_so():
+async def test_cancel_with_nothing_running_says_so(viewer):
     """``c`` with no statistics running did nothing at all."""
-    app = make_app(str(need(SHOWCASE)))
-    async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
+    async with viewer(SHOWCASE, size=(120, 40)) as pilot:
+        app = pilot.app
         await pilot.press("c")
         await pilot.pause()
         assert any("nothing to cancel" in str(n.message) for n in app._notifications)
@@ -213,14 +174,12 @@ async def test_cancel_with_nothing_running_says_so():
 
 # ----------------------------------------------------------------------------- 9. messages wrap
 
-@aio
-async def test_problem_messages_wrap_in_the_problems_table():
+async def test_problem_messages_wrap_in_the_problems_table(viewer):
     """Messages were cut in the problems table with no hint that they scroll."""
-    app = make_app(str(need(HOSTILE / "InvalidModel-cycle-two-nodes.onemodel")))
-    async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot)
+    async with viewer(HOSTILE / "InvalidModel-cycle-two-nodes.onemodel", size=(80, 24)) as pilot:
+        app = pilot.app
         await pilot.press("p")
-        await settle(pilot)
+        await viewer.settle(pilot)
         screen = " ".join(" ".join(line.split()) for line in screen_lines(app))
         words = app.document.problems[0].message.split()
         # every word of the message is on the screen, in order, within 80 columns
@@ -230,8 +189,7 @@ async def test_problem_messages_wrap_in_the_problems_table():
             assert pos >= 0, w
 
 
-@aio
-async def test_stats_failure_wraps_and_does_not_promise_a_reload_fixes_it(monkeypatch):
+async def test_stats_failure_wraps_and_does_not_promise_a_reload_fixes_it(viewer, monkeypatch):
     """``statistics failed: … (r: reload the file)`` was cut, and a reload does not fix a corrupt file."""
     import onemodel_viewer.analysis.stats as stats_mod
     from onemodel_viewer.format.errors import FormatError, Kind
@@ -243,11 +201,10 @@ async def test_stats_failure_wraps_and_does_not_promise_a_reload_fixes_it(monkey
         raise FormatError(Kind.MALFORMED, "tensor", None, "the bytes of this tensor cannot be decoded " * 3 + tail)
 
     monkeypatch.setattr(stats_mod, "compute_stats", broken)
-    app = make_app(str(need(SHOWCASE)))
-    async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot)
+    async with viewer(SHOWCASE, size=(80, 24)) as pilot:
+        app = pilot.app
         app.reveal(app.document.model.graph.initializers[0].where)
-        await settle(pilot)
+        await viewer.settle(pilot)
         panel = app.query_one(StatsPanel)
         assert panel.state == "error"
         assert "(r: reload the file)" not in panel.summary_text()
@@ -258,12 +215,10 @@ async def test_stats_failure_wraps_and_does_not_promise_a_reload_fixes_it(monkey
 
 # ----------------------------------------------------------------------------- 11. bad magic
 
-@aio
-async def test_bad_magic_is_not_called_onnx_or_onemodel_and_says_what_the_file_starts_with():
+async def test_bad_magic_is_not_called_onnx_or_onemodel_and_says_what_the_file_starts_with(viewer):
     """A bad-magic file was labelled ``onnx protobuf`` in the hex pane and ``onemodel`` in the top bar."""
-    app = make_app(str(need(HOSTILE / "Malformed-magic-bad.onemodel")))
-    async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
+    async with viewer(HOSTILE / "Malformed-magic-bad.onemodel", size=(120, 40)) as pilot:
+        app = pilot.app
         top = screen_lines(app)[0]
         assert "bad magic" in top and "· onemodel ·" not in top
         assert "onnx" not in str(app.query_one(HexView).border_subtitle)
@@ -274,16 +229,14 @@ async def test_bad_magic_is_not_called_onnx_or_onemodel_and_says_what_the_file_s
 
 # ----------------------------------------------------------------------------- 12. colours
 
-@aio
-async def test_hex_colours_are_readable_in_both_themes_and_padding_is_dim():
+async def test_hex_colours_are_readable_in_both_themes_and_padding_is_dim(viewer):
     """Light theme: offsets and padding were white on light grey; dark theme: padding bright white."""
     from textual.color import Color
 
     from onemodel_viewer.tui.hex_view import MIN_CONTRAST, contrast
 
-    app = make_app(str(need(SHOWCASE)))
-    async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
+    async with viewer(SHOWCASE, size=(120, 40)) as pilot:
+        app = pilot.app
         for theme in ("textual-dark", "textual-light"):
             app.theme = theme
             await pilot.pause()
@@ -303,14 +256,12 @@ async def test_hex_colours_are_readable_in_both_themes_and_padding_is_dim():
             assert contrast(pad, bg) < contrast(fg, bg), theme  # padding is dimmer than text
 
 
-@aio
-async def test_help_legend_shows_the_hex_colours():
+async def test_help_legend_shows_the_hex_colours(viewer):
     """The help's colour legend named the colours without showing them."""
     from onemodel_viewer.tui.help_screen import HelpScreen
 
-    app = make_app(str(need(SHOWCASE)))
-    async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
+    async with viewer(SHOWCASE, size=(120, 40)) as pilot:
+        app = pilot.app
         swatches = app.query_one(HexView).swatches()
         await pilot.press("question_mark")
         await pilot.pause()
@@ -320,21 +271,18 @@ async def test_help_legend_shows_the_hex_colours():
 
 # ----------------------------------------------------------------------------- 13. hex width
 
-@aio
-async def test_wide_hex_pane_uses_the_width():
+async def test_wide_hex_pane_uses_the_width(viewer):
     """At 200 columns the hex pane still showed 16 bytes per line."""
-    app = make_app(str(need(SHOWCASE)))
-    async with app.run_test(size=(200, 40)) as pilot:
-        await settle(pilot)
+    async with viewer(SHOWCASE, size=(200, 40)) as pilot:
+        app = pilot.app
         hexv = app.query_one(HexView)
         assert hexv.bytes_per_line in (24, 32)
         # a click on the last byte of a line is that byte
         line = hexv._render_hex_line(0, hexv.scrollable_content_region.width).text
         x = line.index("  ", 12 + 3 * hexv.bytes_per_line) - 2
         assert hexv.offset_at(x, 0) == hexv.bytes_per_line - 1
-    app = make_app(str(need(SHOWCASE)))
-    async with app.run_test(size=(300, 40)) as pilot:
-        await settle(pilot)
+    async with viewer(SHOWCASE, size=(300, 40)) as pilot:
+        app = pilot.app
         assert app.query_one(HexView).bytes_per_line == 32
 
 
@@ -354,14 +302,12 @@ def test_unnamed_node_is_labelled_by_its_first_output():
 
 # ----------------------------------------------------------------------------- 5, 6. search
 
-@aio
-async def test_search_says_what_matched_and_lists_results():
+async def test_search_says_what_matched_and_lists_results(viewer):
     """Search answered ``match 1/108: Constant`` with no list of results."""
     from onemodel_viewer.tui.search_results import SearchResults
 
-    app = make_app(str(need(SHOWCASE)))
-    async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
+    async with viewer(SHOWCASE, size=(120, 40)) as pilot:
+        app = pilot.app
         n = app.search("h0")
         assert n >= 2
         await pilot.pause()
@@ -377,12 +323,10 @@ async def test_search_says_what_matched_and_lists_results():
         assert app.current.where == app.search_matches[1][0]
 
 
-@aio
-async def test_revealed_match_has_context_around_it():
+async def test_revealed_match_has_context_around_it(viewer):
     """A match was revealed on the last visible row of the tree."""
-    app = make_app(str(need(SHOWCASE)))
-    async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
+    async with viewer(SHOWCASE, size=(120, 40)) as pilot:
+        app = pilot.app
         nodes = app.document.model.graph.nodes
         app.reveal(nodes[len(nodes) - 5].where)
         await pilot.pause()
@@ -394,21 +338,19 @@ async def test_revealed_match_has_context_around_it():
 
 # ----------------------------------------------------------------------------- 7. layout go to, owner
 
-@aio
-async def test_layout_go_to_moves_tree_and_detail_and_w_finds_the_owner():
+async def test_layout_go_to_moves_tree_and_detail_and_w_finds_the_owner(viewer):
     """Layout "go to" moved only the hex pane; from a hex byte no key went to the record owning it."""
     from onemodel_viewer.tui.layout_screen import LayoutScreen
 
-    app = make_app(str(need(SHOWCASE)))
-    async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
+    async with viewer(SHOWCASE, size=(120, 40)) as pilot:
+        app = pilot.app
         await pilot.press("l")
-        await settle(pilot)
+        await viewer.settle(pilot)
         assert isinstance(app.screen, LayoutScreen)
         row = next(i for i, e in enumerate(app.screen.extents) if e.kind == "tensor")
         ext = app.screen.extents[row]
         app.screen._choose(row)
-        await settle(pilot)
+        await viewer.settle(pilot)
         owner = app.bytemap.tensors_at(ext.start, limit=1)[0].tensor
         assert app.current is not None and app.current.where == owner.where
         assert app.query_one(HexView).cursor == ext.start
@@ -435,32 +377,30 @@ def _diff_labels(tree) -> list[str]:
     return out
 
 
-@aio
-async def test_diff_tree_shows_both_sides_counts():
+async def test_diff_tree_shows_both_sides_counts(viewer):
     """The diff tree showed A's counts only: ``~ initializers (0)`` with 15 ``+`` children."""
     from onemodel_viewer.tui.diff_app import make_diff_app
     from onemodel_viewer.tui.diff_tree import DiffTree
 
-    app = make_diff_app(str(need(VALID / "attributes.onemodel")), str(need(SHOWCASE)))
+    app = make_diff_app(str(viewer.need(VALID / "attributes.onemodel")), str(viewer.need(SHOWCASE)))
     async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
+        await viewer.settle(pilot)
         tree = app.query_one(DiffTree)
         graph = next(n for n in tree.root.children if n.data.label.startswith("graph"))
         graph.expand()
-        await settle(pilot)
+        await viewer.settle(pilot)
         labels = _diff_labels(tree)
         inits = next(line for line in labels if "initializers" in line and "sparse" not in line)
         assert "→" in inits, inits
 
 
-@aio
-async def test_diff_focus_is_visible():
+async def test_diff_focus_is_visible(viewer):
     """In diff mode the pane borders never changed colour: focus was invisible."""
     from onemodel_viewer.tui.diff_app import make_diff_app
 
-    app = make_diff_app(str(need(SHOWCASE)), str(need(VALID / "showcase.onnx")))
+    app = make_diff_app(str(viewer.need(SHOWCASE)), str(viewer.need(VALID / "showcase.onnx")))
     async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
+        await viewer.settle(pilot)
         tree, detail = app.query_one("#tree"), app.query_one("#detail")
         focused = tree.styles.border_top[1]
         other = detail.styles.border_top[1]

@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import functools
 import struct
 import sys
 from pathlib import Path
@@ -12,7 +10,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from onemodel_viewer.tui.app import make_app
 from onemodel_viewer.tui.byte_inspector import ByteInspector
 from onemodel_viewer.tui.detail_pane import DetailPane
 from onemodel_viewer.tui.hex_view import HexView
@@ -31,21 +28,6 @@ import insight_models as im  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 VALID = ROOT / "testdata" / "valid"
 HOSTILE = ROOT / "testdata" / "hostile"
-SIZE = (120, 40)
-
-
-def aio(fn):
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        return asyncio.run(fn(*args, **kwargs))
-
-    return wrapper
-
-
-async def settle(pilot) -> None:
-    await pilot.pause()
-    await pilot.app.workers.wait_for_complete()
-    await pilot.pause()
 
 
 @pytest.fixture(scope="module")
@@ -59,13 +41,6 @@ def detail(app) -> list[str]:
     return app.query_one(DetailPane).plain_lines()
 
 
-async def select(pilot, where: str) -> None:
-    pilot.app.reveal(where)
-    await settle(pilot)
-    await pilot.pause(0.05)
-    await settle(pilot)
-
-
 def node(app, name):
     return next(n for n in app.document.model.graph.nodes if n.name == name)
 
@@ -74,49 +49,43 @@ def init(app, name):
     return next(t for t in app.document.model.graph.initializers if t.name == name)
 
 
-@aio
-async def test_initializer_detail_lists_readers_inside_if_branches(models):
+async def test_initializer_detail_lists_readers_inside_if_branches(viewer, models):
     """An initializer read by 6 Slice nodes inside If branches: the detail said nothing; now it lists them."""
-    app = make_app(models["slices_in_if"])
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        await select(pilot, init(app, "w").where)
+    async with viewer(models["slices_in_if"]) as pilot:
+        app = pilot.app
+        await viewer.select(pilot, init(app, "w").where)
         lines = detail(app)
         head = next(line for line in lines if line.startswith("used by"))
         assert "8 nodes" in head and "6 inside subgraphs" in head
         assert sum("Slice slice" in line and "inside If if0" in line for line in lines) == 6
         # the u screen lists them; enter selects the reader in the tree
         await pilot.press("u")
-        await settle(pilot)
+        await viewer.settle(pilot)
         screen = app.screen
         assert isinstance(screen, UsedByScreen) and len(screen.rows) == 8
         row = next(i for i, (_, u) in enumerate(screen.rows) if u.node.name == "slice4")
         screen.query_one("DataTable").move_cursor(row=row)
         await pilot.press("enter")
-        await settle(pilot)
+        await viewer.settle(pilot)
         assert app.current is not None and app.current.kind == "node" and app.current.obj.name == "slice4"
         assert app.query_one(StructureTree).cursor_node.data is app.current
 
 
-@aio
-async def test_node_detail_shows_outputs_read_inside_subgraphs(models):
-    app = make_app(models["slices_in_if"])
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        await select(pilot, node(app, "main_add").where)
+async def test_node_detail_shows_outputs_read_inside_subgraphs(viewer, models):
+    async with viewer(models["slices_in_if"]) as pilot:
+        app = pilot.app
+        await viewer.select(pilot, node(app, "main_add").where)
         lines = detail(app)
         i = next(k for k, line in enumerate(lines) if line.startswith("read inside subgraphs: ww"))
         assert "Add else_ww" in lines[i + 1] and "inside If if0" in lines[i + 1]
 
 
-@aio
-async def test_neighbourhood_navigation_and_select_in_tree(models):
-    app = make_app(models["constant_weights"])
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        await select(pilot, node(app, "matmul1").where)
+async def test_neighbourhood_navigation_and_select_in_tree(viewer, models):
+    async with viewer(models["constant_weights"]) as pilot:
+        app = pilot.app
+        await viewer.select(pilot, node(app, "matmul1").where)
         await pilot.press("a")
-        await settle(pilot)
+        await viewer.settle(pilot)
         assert isinstance(app.screen, NeighbourhoodScreen)
         view = app.screen.query_one(NeighbourhoodView)
         assert view.selected_box.name == "matmul1"
@@ -125,25 +94,23 @@ async def test_neighbourhood_navigation_and_select_in_tree(models):
         await pilot.press("up", "up")
         assert view.selected_box.name in ("relu0", "const_w1")
         await pilot.press("plus")
-        await settle(pilot)
+        await viewer.settle(pilot)
         view = app.screen.query_one(NeighbourhoodView)
         assert min(view.nb.levels) == -2 and view.selected_box.name == "matmul1"
         await pilot.press("down", "down")
         assert view.selected_box.name == "matmul2"
         await pilot.press("enter")
-        await settle(pilot)
+        await viewer.settle(pilot)
         assert not isinstance(app.screen, NeighbourhoodScreen)
         assert app.current.obj.name == "matmul2"
 
 
-@aio
-async def test_neighbourhood_folds_500_readers(models):
-    app = make_app(models["fan_out"])
-    async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot)
-        await select(pilot, node(app, "relu").where)
+async def test_neighbourhood_folds_500_readers(viewer, models):
+    async with viewer(models["fan_out"], size=(80, 24)) as pilot:
+        app = pilot.app
+        await viewer.select(pilot, node(app, "relu").where)
         await pilot.press("a")
-        await settle(pilot)
+        await viewer.settle(pilot)
         view = app.screen.query_one(NeighbourhoodView)
         folds = [view.nb.boxes[b] for b in view.nb.levels[1] if view.nb.boxes[b].kind == "fold"]
         assert folds and folds[0].folded > 490
@@ -153,53 +120,47 @@ async def test_neighbourhood_folds_500_readers(models):
         assert view.selected_box.kind == "fold"
 
 
-@aio
-async def test_parameter_counts_with_constant_weights(models):
+async def test_parameter_counts_with_constant_weights(viewer, models):
     """A model keeping its weights in Constant nodes showed ``init bytes 0 B`` and nothing else."""
-    app = make_app(models["constant_weights"])
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        await select(pilot, app.document.model.graph.where)
+    async with viewer(models["constant_weights"]) as pilot:
+        app = pilot.app
+        await viewer.select(pilot, app.document.model.graph.where)
         lines = detail(app)
         total = 3 * 64 * 64 + 64 + 1
         assert f"{total:,} parameters" in "\n".join(lines)
         assert any(line.strip().startswith("constant") and f"{total:,}" in line for line in lines)
         await pilot.press("P")
-        await settle(pilot)
+        await viewer.settle(pilot)
         assert isinstance(app.screen, ParamsScreen)
         assert app.screen.model.elements == total
         await pilot.press("enter")
-        await settle(pilot)
+        await viewer.settle(pilot)
         assert app.current is not None and app.current.kind == "tensor" and app.current.obj.count == 64 * 64
 
 
-@aio
-async def test_inferred_types_in_node_and_value_detail(models):
-    app = make_app(models["constant_weights"])
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        await select(pilot, node(app, "relu0").where)
+async def test_inferred_types_in_node_and_value_detail(viewer, models):
+    async with viewer(models["constant_weights"]) as pilot:
+        app = pilot.app
+        await viewer.select(pilot, node(app, "relu0").where)
         lines = detail(app)
         assert any(line.startswith("in") and "mm0" in line and "float[1,64] (inferred)" in line for line in lines)
         assert any("float[1,64] (inferred)" in line and "h0" in line for line in lines)
-        await select(pilot, node(app, "matmul0").where)
+        await viewer.select(pilot, node(app, "matmul0").where)
         assert any("w0" in line and "float[64,64] (constant)" in line for line in detail(app))
         # the graph output ``out`` is declared without a shape... a value entry without type gets one
         out = app.document.model.graph.outputs[0]
-        await select(pilot, out.where)
+        await viewer.select(pilot, out.where)
         lines = detail(app)
         assert any(line.startswith("inferred") and "float[64]" in line for line in lines) or \
             any(line.startswith("type") and "float" in line for line in lines)
 
 
-@aio
-async def test_values_grid_slice_selection_and_jump(models):
-    app = make_app(models["tensors"])
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        await select(pilot, init(app, "cube").where)
+async def test_values_grid_slice_selection_and_jump(viewer, models):
+    async with viewer(models["tensors"]) as pilot:
+        app = pilot.app
+        await viewer.select(pilot, init(app, "cube").where)
         await pilot.press("v")
-        await settle(pilot)
+        await viewer.settle(pilot)
         screen = app.screen
         assert isinstance(screen, ValuesScreen)
         grid = screen.query_one(ValuesGrid)
@@ -212,10 +173,10 @@ async def test_values_grid_slice_selection_and_jump(models):
         assert grid.cell(1, 2).text == str(np.float32((12 + 4 + 2) / 4))
         # choose another slice: axes 0 and 2, axis 1 fixed at 2
         await pilot.press("x")
-        await settle(pilot)
+        await viewer.settle(pilot)
         app.screen.query_one("Input").value = ":,2,:"
         await pilot.press("enter")
-        await settle(pilot)
+        await viewer.settle(pilot)
         assert (grid.spec.row_axis, grid.spec.col_axis, grid.spec.fixed[1]) == (0, 2, 2)
         assert grid.cell(1, 3).text == "inf"
         assert screen.jump("0,1,2") and grid.current_index() == (0, 1, 2)
@@ -223,14 +184,12 @@ async def test_values_grid_slice_selection_and_jump(models):
         assert not screen.jump("9,9,9")
 
 
-@aio
-async def test_values_of_strings_are_escaped_and_copied_exactly(models):
-    app = make_app(models["tensors"])
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        await select(pilot, init(app, "names").where)
+async def test_values_of_strings_are_escaped_and_copied_exactly(viewer, models):
+    async with viewer(models["tensors"]) as pilot:
+        app = pilot.app
+        await viewer.select(pilot, init(app, "names").where)
         await pilot.press("v")
-        await settle(pilot)
+        await viewer.settle(pilot)
         grid = app.screen.query_one(ValuesGrid)
         assert grid.cell(0, 2).text == '"\\x1b[31mred"'
         grid.move_to(0, 2)
@@ -238,20 +197,18 @@ async def test_values_of_strings_are_escaped_and_copied_exactly(models):
         assert app.clipboard == "\x1b[31mred"
 
 
-@aio
-async def test_export_npy_round_trip(models, tmp_path):
-    app = make_app(models["tensors"])
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
+async def test_export_npy_round_trip(viewer, models, tmp_path):
+    async with viewer(models["tensors"]) as pilot:
+        app = pilot.app
         for name in ("cube", "bf"):
-            await select(pilot, init(app, name).where)
+            await viewer.select(pilot, init(app, name).where)
             out = tmp_path / f"{name}.npy"
             await pilot.press("e")
-            await settle(pilot)
+            await viewer.settle(pilot)
             inp = app.screen.query_one("Input")
             inp.value = str(out)
             await pilot.press("enter")
-            await settle(pilot)
+            await viewer.settle(pilot)
             assert out.exists()
         np.testing.assert_array_equal(np.load(tmp_path / "cube.npy"), init(app, "cube").values())
         import ml_dtypes
@@ -259,17 +216,15 @@ async def test_export_npy_round_trip(models, tmp_path):
         np.testing.assert_array_equal(np.load(tmp_path / "bf.npy").view(ml_dtypes.bfloat16), init(app, "bf").values())
 
 
-@aio
-async def test_byte_inspector_matches_struct_unpack(models):
-    app = make_app(models["tensors"])
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
+async def test_byte_inspector_matches_struct_unpack(viewer, models):
+    async with viewer(models["tensors"]) as pilot:
+        app = pilot.app
         cube = init(app, "cube")
         await pilot.press("i")
         hexv = app.query_one(HexView)
         off = cube.file_offset + 4 * 5
         hexv.goto(off)
-        await settle(pilot)
+        await viewer.settle(pilot)
         bi = app.query_one(ByteInspector)
         data = open(app.document.path, "rb").read()[off:off + 8]
         got = dict(line.split(" ", 1) for line in bi.lines_plain)
@@ -279,21 +234,19 @@ async def test_byte_inspector_matches_struct_unpack(models):
         assert float(got["f32"]) == struct.unpack("<f", data[:4])[0]
         assert float(got["f64"]) == struct.unpack("<d", data[:8])[0]
         hexv.goto(cube.file_offset + 4 * 6)
-        await settle(pilot)
+        await viewer.settle(pilot)
         assert dict(line.split(" ", 1) for line in bi.lines_plain)["element"] == "nan"
         await pilot.press("i")
         assert bi.has_class("hidden")
 
 
-@aio
-async def test_operator_help_marks_defaults():
-    app = make_app(str(VALID / "showcase.onemodel"))
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
+async def test_operator_help_marks_defaults(viewer):
+    async with viewer(VALID / "showcase.onemodel") as pilot:
+        app = pilot.app
         n = next(n for n in app.document.model.graph.nodes if n.op == "LayerNormalization")
-        await select(pilot, n.where)
+        await viewer.select(pilot, n.where)
         await pilot.press("o")
-        await settle(pilot)
+        await viewer.settle(pilot)
         screen = app.screen
         assert isinstance(screen, OpSchemaScreen) and screen.facts.found and screen.facts.since_version == 17
         status = {a.name: a.status for a in screen.facts.attributes}
@@ -301,32 +254,29 @@ async def test_operator_help_marks_defaults():
         assert all(s in ("set", "set-default", "default", "unset") for s in status.values())
 
 
-@aio
-async def test_copy_name_and_where_exactly():
+async def test_copy_name_and_where_exactly(viewer):
     path = HOSTILE / "valid-term-names.onemodel"
     if not path.exists():
         candidates = sorted(HOSTILE.glob("valid-term-*.onemodel"))
         if not candidates:
             pytest.skip("hostile corpus not generated")
         path = candidates[0]
-    app = make_app(str(path))
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
+    async with viewer(path) as pilot:
+        app = pilot.app
         t = app.document.model.graph.initializers[0] if app.document.model.graph.initializers else None
         n = app.document.model.graph.nodes[0]
-        await select(pilot, n.where)
+        await viewer.select(pilot, n.where)
         await pilot.press("y")
         assert app.clipboard == n.name
         await pilot.press("Y")
         assert app.clipboard == n.where
         if t is not None:
-            await select(pilot, t.where)
+            await viewer.select(pilot, t.where)
             await pilot.press("y")
             assert app.clipboard == t.name
 
 
-@aio
-async def test_every_view_on_broken_files_shows_what_it_can():
+async def test_every_view_on_broken_files_shows_what_it_can(viewer):
     """Diagnose mode: each new key on broken files (one per kind of defect), on a node, a tensor and the
     graph: no exception, the app stays up."""
     names = ("InvalidModel-cycle-two-nodes", "InvalidModel-duplicate-in-subgraph", "InvalidModel-length-int4-short",
@@ -337,9 +287,8 @@ async def test_every_view_on_broken_files_shows_what_it_can():
         pytest.skip("hostile corpus not generated")
     opened = 0
     for path in files:
-        app = make_app(str(path))
-        async with app.run_test(size=(80, 24)) as pilot:
-            await settle(pilot)
+        async with viewer(path, size=(80, 24)) as pilot:
+            app = pilot.app
             m = app.document.model
             plan: list[tuple[str, tuple[str, ...]]] = []
             if m is not None:
@@ -352,10 +301,10 @@ async def test_every_view_on_broken_files_shows_what_it_can():
                 plan.append(("", ("u", "a", "P", "o", "v")))
             for where, keys in plan:
                 if where:
-                    await select(pilot, where)
+                    await viewer.select(pilot, where)
                 for key in keys:
                     await pilot.press(key)
-                    await settle(pilot)
+                    await viewer.settle(pilot)
                     if app.screen is not app.screen_stack[0]:
                         opened += 1
                         await pilot.press("escape")

@@ -1,0 +1,78 @@
+"""Shared set-up of the viewer's Pilot tests: the ``viewer`` fixture, and ``async def`` tests run with asyncio.
+
+A Pilot test opens a file and works on the settled first screen::
+
+    async def test_something(viewer):
+        async with viewer(SHOWCASE) as pilot:        # make_app + run_test(size=(120, 40)) + settle
+            app = pilot.app
+            await pilot.press("u")
+            await viewer.settle(pilot)
+
+``viewer(path)`` skips the test when ``path`` is a generated file that is missing; ``document=``,
+``size=`` and any other ``make_app`` keyword are passed on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+from pathlib import Path
+from typing import AsyncIterator
+
+import pytest
+
+VIEWER_SIZE = (120, 40)
+"""The terminal size a Pilot test gets unless it asks for another."""
+
+
+def pytest_pyfunc_call(pyfuncitem):
+    """Run an ``async def`` test with ``asyncio.run`` (no async plugin is a test dependency)."""
+    fn = pyfuncitem.obj
+    if not inspect.iscoroutinefunction(fn):
+        return None
+    args = {name: pyfuncitem.funcargs[name] for name in inspect.signature(fn).parameters}
+    asyncio.run(fn(**args))
+    return True
+
+
+class Viewer:
+    """Opens the viewer under Pilot, settled (the ``viewer`` fixture)."""
+
+    @staticmethod
+    def need(path: str | Path) -> Path:
+        """``path``, or skip the test when the generated file is not there."""
+        path = Path(path)
+        if not path.exists():
+            pytest.skip(f"{path.name} not generated yet")
+        return path
+
+    @staticmethod
+    async def settle(pilot) -> None:
+        """Let pending messages and every worker finish."""
+        await pilot.pause()
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+
+    async def select(self, pilot, where: str) -> None:
+        """Select the record at ``where`` (as a link or a search does) and let its detail settle."""
+        pilot.app.reveal(where)
+        await self.settle(pilot)
+        await pilot.pause(0.05)
+        await self.settle(pilot)
+
+    @contextlib.asynccontextmanager
+    async def __call__(self, path: str | Path | None = None, *, size: tuple[int, int] = VIEWER_SIZE,
+                       settle: bool = True, **make_app_kwargs) -> AsyncIterator:
+        from onemodel_viewer.tui.app import make_app
+
+        app = make_app(str(self.need(path)) if path is not None else None, **make_app_kwargs)
+        async with app.run_test(size=size) as pilot:
+            if settle:
+                await self.settle(pilot)
+            yield pilot
+
+
+@pytest.fixture
+def viewer() -> Viewer:
+    return Viewer()
