@@ -370,6 +370,7 @@ class Suite:
 
         from onemodel_viewer import format as omf
         from onemodel_viewer.analysis.stats import compute_stats
+        from onemodel_viewer.format.dtypes import DataType
         from onemodel_viewer.format.schema import all_tensors
 
         fig = "stats of the largest float32 tensor, every figure (histogram sampled) vs one numpy.sum"
@@ -377,7 +378,7 @@ class Suite:
             return self.missing(fig, "<= 3x", "no .onemodel")
         doc = omf.open(self.onemodel)
         tensors = list(all_tensors(doc.model))
-        f32 = max((t for t in tensors if t.dtype == 1), key=lambda t: t.length)
+        f32 = max((t for t in tensors if t.dtype == DataType.FLOAT), key=lambda t: t.length)
         x = f32.raw().view(np.float32)
         rep = self.repeat
 
@@ -420,20 +421,20 @@ class Suite:
                                        "32-bin histogram replaces the sampled one")
         row.ok = None
         self.add(row)
-        f16 = [t for t in tensors if t.dtype == 10 and t.length > 0]
+        f16 = [t for t in tensors if t.dtype == DataType.FLOAT16 and t.length > 0]
         total = sum(t.length for t in f16)
-        for code, label in ((10, "float16"), (16, "bfloat16")):
-            ts = [t if code == 10 else dataclasses.replace(t, dtype=16) for t in f16]
+        for code, label in ((DataType.FLOAT16, "float16"), (DataType.BFLOAT16, "bfloat16")):
+            ts = [t if code == DataType.FLOAT16 else dataclasses.replace(t, dtype=DataType.BFLOAT16) for t in f16]
             for t in ts:  # warm the page cache and the code path
                 t.raw().sum()
             sec = median_call(lambda: [compute_stats(t) for t in ts], rep, warmup=0)
             gbs = total / sec / 1e9
             note = f"all {len(ts)} float16 tensors of the model ({total / MIB:.0f} MiB)"
-            if code == 16:
+            if code == DataType.BFLOAT16:
                 note += ", their bytes read as bfloat16"
             self.add(Row(f"{label} stats throughput, every float16 tensor", f"{gbs:.2f} GB/s", "", "", ">= 2 GB/s",
                          gbs >= 2.0, note=note + f"; {fmt_s(sec)}"))
-        for code, label in ((10, "float16"), (16, "bfloat16")):
+        for code, label in ((DataType.FLOAT16, "float16"), (DataType.BFLOAT16, "bfloat16")):
             n = f32.length // 2
             big = dataclasses.replace(f32, dtype=code, dims=(n,))
             sec = median_call(lambda: compute_stats(big), rep)

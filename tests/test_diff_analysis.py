@@ -13,10 +13,9 @@ import pytest
 from onemodel_viewer.analysis import diff as D
 from onemodel_viewer.analysis import diff_tensors as T
 from onemodel_viewer.format.document import Document
-from onemodel_viewer.format.dtypes import DTYPES, encode
+from onemodel_viewer.format.dtypes import DTYPES, AttrType, encode
 from onemodel_viewer.format.schema import (
     Attribute,
-    AttrType,
     Function,
     Graph,
     Model,

@@ -12,11 +12,10 @@ def test_every_table_code_is_named_by_its_onnx_name():
 
 
 def test_attribute_types_are_defined_once():
-    """schema (and the package) hand out the one AttrType of dtypes."""
+    """The package hands out the one AttrType of dtypes."""
     from onemodel_viewer import format as omf
-    from onemodel_viewer.format import schema
 
-    assert schema.AttrType is AttrType is omf.AttrType
+    assert omf.AttrType is AttrType
     assert [t.value for t in AttrType] == list(range(15))
 
 

@@ -16,8 +16,8 @@ from onemodel_viewer.analysis.facts import Facts
 from onemodel_viewer.analysis import byteinspect, npyexport, opschema, params, shapes, values
 from onemodel_viewer.analysis.neighbourhood import neighbourhood
 from onemodel_viewer.analysis.usedby import UsedBy
-from onemodel_viewer.format.dtypes import BY_NAME
-from onemodel_viewer.format.schema import Attribute, AttrType, Node, bits_from_float
+from onemodel_viewer.format.dtypes import BY_NAME, AttrType
+from onemodel_viewer.format.schema import Attribute, Node, bits_from_float
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import insight_models as im  # noqa: E402

@@ -10,7 +10,9 @@ import pytest
 
 from onemodel_viewer.analysis.layout import all_findings
 from onemodel_viewer.format import manifest as M
+from onemodel_viewer.format.canonical import has_minus_zero
 from onemodel_viewer.format.errors import FormatError, Kind
+from onemodel_viewer.format.manifest_locate import nearest_bytes
 from onemodel_viewer.format.reader import open_path
 
 from test_reader_util import graph, model, node, pack, write
@@ -308,7 +310,7 @@ def test_locator_text_and_byte_walks_agree_on_non_ascii():
     data = json.dumps(doc, ensure_ascii=False).encode()
     loc = M.Locator(data)
     for where in ("manifest.a[1].k[2]", "manifest.a[0]", "manifest.a[1]", "manifest.z", "manifest"):
-        assert loc.nearest(where) == M._nearest_bytes(data, M.split_path(where))
+        assert loc.nearest(where) == nearest_bytes(data, M.split_path(where))
 
 
 LOCATOR_FLAGS = [dict(), dict(background=True), dict(unique_keys=True), dict(unique_keys=True, background=True)]
@@ -339,7 +341,7 @@ def test_locator_modes_agree_with_the_byte_walk_on_every_path(flags):
     random.Random(7).shuffle(paths)
     loc = M.Locator(data, **flags)
     for where in paths:
-        assert loc.nearest(where) == M._nearest_bytes(data, M.split_path(where)), where
+        assert loc.nearest(where) == nearest_bytes(data, M.split_path(where)), where
 
 
 def test_locator_walks_only_as_far_as_the_lookup_needs():
@@ -415,15 +417,14 @@ def test_background_locator_hands_the_interpreter_over_while_it_scans(monkeypatc
 
 
 def test_has_minus_zero_prefilter():
-    from onemodel_viewer.format.manifest import _has_minus_zero
 
-    assert not _has_minus_zero(b'{"a":[1,2]}')
-    assert not _has_minus_zero(b'{"a-1":-5}')
-    assert _has_minus_zero(b'{"a":-0}')
-    assert _has_minus_zero(b"-0")
-    assert not _has_minus_zero(b"abc-")
+    assert not has_minus_zero(b'{"a":[1,2]}')
+    assert not has_minus_zero(b'{"a-1":-5}')
+    assert has_minus_zero(b'{"a":-0}')
+    assert has_minus_zero(b"-0")
+    assert not has_minus_zero(b"abc-")
     many = b"-1" * 5000
-    assert not _has_minus_zero(many) and _has_minus_zero(many + b"-0") and _has_minus_zero(b"-0" + many)
+    assert not has_minus_zero(many) and has_minus_zero(many + b"-0") and has_minus_zero(b"-0" + many)
 
 
 def test_background_locator_gives_up_when_its_caller_moves_on():
@@ -440,7 +441,7 @@ def test_background_locator_gives_up_when_its_caller_moves_on():
         loc.nearest("manifest.tail", cancelled=cancelled)  # skipping the graph is a long bracket scan
     assert len(asked) == 2
     # what was walked stays usable: the same look-up, not cancelled, finishes and agrees with the byte walk
-    assert loc.nearest("manifest.tail", cancelled=lambda: False) == M._nearest_bytes(data, ["tail"])
+    assert loc.nearest("manifest.tail", cancelled=lambda: False) == nearest_bytes(data, ["tail"])
     with pytest.raises(M.LookupCancelled):  # a long walk along an array asks too
         M.Locator(data, unique_keys=True, background=True).nearest("manifest.graph.nodes[40000]", cancelled=lambda: True)
     # the C-scanner mode (reader, CLI) never asks

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from onemodel_viewer.analysis import layout
 from onemodel_viewer.format import manifest as M
+from onemodel_viewer.format.canonical import compact_json, writer_chunks
 from onemodel_viewer.format import reader, writer
 from onemodel_viewer.format.errors import FormatError, Kind
 from onemodel_viewer.format.reader import open_path, open_with_manifest
@@ -488,8 +489,8 @@ def test_writer_chunks_are_the_writers_bytes_on_the_corpus():
                 want = writer.encode_manifest(doc.model)
             except FormatError:
                 continue
-            assert b"".join(M._writer_chunks(doc.model)) == want, path
-            assert b"".join(M._writer_chunks(doc.model, parsed.value)) == want, path
+            assert b"".join(writer_chunks(doc.model)) == want, path
+            assert b"".join(writer_chunks(doc.model, parsed.value)) == want, path
             have = doc.storage.read(*doc.manifest_span)
             k = min(len(want), len(have))
             exact = None if want == have else next((j for j in range(k) if want[j] != have[j]), k)
@@ -519,10 +520,10 @@ def test_a_late_difference_in_another_writers_file_is_found_exactly(tmp_path):
 def test_writer_encoding_of_every_control_character_and_big_integers():
     s = "".join(map(chr, range(0x100))) + "\u2028\u2029\ufeff\U0010ffff"
     for v in ({s: [s, 1, -(1 << 63), (1 << 64) - 1, True, None]}, [1 << 64], [-(1 << 63) - 1], [[[]]] * 3):
-        assert M._encode(v) == json.dumps(v, separators=(",", ":"), ensure_ascii=False).encode()
+        assert compact_json(v) == json.dumps(v, separators=(",", ":"), ensure_ascii=False).encode()
     deep: list = []
     for _ in range(300):
         deep = [deep]
-    assert M._encode(deep) == json.dumps(deep, separators=(",", ":")).encode()
+    assert compact_json(deep) == json.dumps(deep, separators=(",", ":")).encode()
     with pytest.raises(ValueError):
-        M._encode(["\ud800"])
+        compact_json(["\ud800"])

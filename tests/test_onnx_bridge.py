@@ -14,8 +14,9 @@ from onnx import helper, numpy_helper
 from onemodel_viewer import format as omf
 from onemodel_viewer.format import dtypes as omdt
 from onemodel_viewer.format import onnx_export, onnx_import, onnx_wire, writer
+from onemodel_viewer.format.dtypes import AttrType
 from onemodel_viewer.format.errors import FormatError, Kind
-from onemodel_viewer.format.schema import AttrType, all_tensors
+from onemodel_viewer.format.schema import all_tensors
 from onemodel_viewer.format.storage import BytesStorage, FileStorage
 
 NAN_BITS = [0x7FC00001, 0x7F800001, 0xFFC12345, 0x80000000, 0x7F800000, 0xFF800000, 0x00000001]

@@ -24,7 +24,8 @@ onnx = pytest.importorskip("onnx")
 
 from onemodel_viewer import cli  # noqa: E402
 from onemodel_viewer import format as omf  # noqa: E402
-from onemodel_viewer.format.schema import AttrType, walk_graphs  # noqa: E402
+from onemodel_viewer.format.dtypes import AttrType
+from onemodel_viewer.format.schema import walk_graphs  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 VALID = ROOT / "testdata" / "valid"

@@ -118,7 +118,7 @@ def _proto_summary(m) -> dict:
 
 def _model_summary(m: omf.Model) -> dict:
     """The same summary of a model the reader built."""
-    from onemodel_viewer.format.schema import AttrType as A
+    from onemodel_viewer.format.dtypes import AttrType as A
 
     def tensor(t):
         return (t.name, t.dtype, t.dims, t.doc)

@@ -9,10 +9,10 @@ import ml_dtypes  # noqa: F401 - the dtype table needs it
 import numpy as np
 import pytest
 
-from onemodel_viewer.format.dtypes import DTYPES, encode
+from onemodel_viewer.format.dtypes import DTYPES, AttrType, encode
 from onemodel_viewer.format.errors import FormatError, Kind
 from onemodel_viewer.format.reader import open_path
-from onemodel_viewer.format.schema import AttrType, Graph, SparseTensor, Tensor, Type
+from onemodel_viewer.format.schema import Graph, SparseTensor, Tensor, Type
 
 from test_reader_util import align, graph, model, node, pack, tensor, write
 

@@ -9,7 +9,8 @@ from rich.text import Text
 
 from onemodel_viewer import format as omf
 from onemodel_viewer.format.document import Document, Header
-from onemodel_viewer.format.schema import Attribute, AttrType, Graph, Model, Node, OperatorSet, Tensor, all_tensors
+from onemodel_viewer.format.dtypes import AttrType
+from onemodel_viewer.format.schema import Attribute, Graph, Model, Node, OperatorSet, Tensor, all_tensors
 from onemodel_viewer.format.storage import BytesStorage
 from onemodel_viewer.tui.bytemap import ByteMap
 from onemodel_viewer.tui.describe import attribute_value_text, float_bits_text, opset_version

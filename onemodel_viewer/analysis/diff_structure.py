@@ -31,10 +31,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from ..format.dtypes import STRING, name_of
+from ..format.dtypes import STRING, AttrType, name_of
 from ..format.schema import (
     Attribute,
-    AttrType,
     Function,
     Graph,
     Model,

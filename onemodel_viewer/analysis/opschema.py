@@ -11,7 +11,8 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
-from ..format.schema import Attribute, AttrType, Node
+from ..format.dtypes import AttrType
+from ..format.schema import Attribute, Node
 
 __all__ = ["AttrFact", "Formal", "SchemaFacts", "schema_facts"]
 

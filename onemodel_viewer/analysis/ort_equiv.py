@@ -26,8 +26,8 @@ from __future__ import annotations
 import struct
 from dataclasses import replace
 
-from ..format.dtypes import DTYPES, STRING, DataType
-from ..format.schema import Attribute, AttrType, Graph, Model, SparseTensor, Tensor, Type, bits_from_float
+from ..format.dtypes import DTYPES, STRING, AttrType, DataType
+from ..format.schema import Attribute, Graph, Model, SparseTensor, Tensor, Type, bits_from_float
 from ..format.storage import BytesStorage
 
 __all__ = ["normalize"]

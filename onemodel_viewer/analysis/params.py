@@ -13,8 +13,8 @@ import heapq
 import threading
 from dataclasses import dataclass, field
 
-from ..format.dtypes import DataType, name_of
-from ..format.schema import AttrType, Graph, Model, Node, SparseTensor, Tensor
+from ..format.dtypes import AttrType, DataType, name_of
+from ..format.schema import Graph, Model, Node, SparseTensor, Tensor
 
 __all__ = ["DTypeCount", "ParamCounts", "count_graph", "count_model", "constant_tensor"]
 

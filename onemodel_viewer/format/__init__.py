@@ -8,11 +8,10 @@ Never imports textual or rich. ``open`` is the entry point::
 """
 
 from .document import HEADER_FIELDS, HEADER_SIZE, Document, Header
-from .dtypes import DTYPES, DType, by_code
+from .dtypes import DTYPES, AttrType, DType, by_code
 from .errors import Finding, FormatError, Kind, Problem
 from .schema import (
     Attribute,
-    AttrType,
     Function,
     Graph,
     Model,

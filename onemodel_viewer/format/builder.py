@@ -13,9 +13,10 @@ from __future__ import annotations
 import operator
 
 from .builder_tensor import ABSENT, I64_MAX, I64_MIN, MAX_LEVEL, U32_MAX, TensorBuilder, all_strings
+from .dtypes import AttrType
 from .errors import Kind
 from .reporter import Reporter
-from .schema import Attribute, AttrType, Function, Graph, Model, Node, NodeList, OperatorSet, Type, ValueInfo
+from .schema import Attribute, Function, Graph, Model, Node, NodeList, OperatorSet, Type, ValueInfo
 from .storage import Storage
 
 _node_fields = operator.itemgetter("name", "op", "domain", "overload", "inputs", "outputs", "attributes")

@@ -33,9 +33,8 @@ opening bracket).
 
 Manifest paths are written and read by :mod:`.manifest_path` (:func:`join`, :func:`split_path`);
 a path's bytes are found by :mod:`.manifest_locate` (:class:`Locator`, :func:`locate`); the
-canonical-form proof and the writer comparison are in :mod:`.canonical`. Their names are
-re-exported here for the tests that grew up with this module; the package imports them from
-their homes.
+canonical-form proof and the writer comparison are in :mod:`.canonical`. The public names of
+those three are re-exported here (``manifest.locate``, ``manifest.Locator``, ...).
 """
 
 from __future__ import annotations
@@ -47,15 +46,11 @@ import time  # noqa: F401 - tests patch ``M.time.sleep`` (the Locator's backgrou
 from json import decoder as _json_decoder
 from json import scanner as _json_scanner
 
-from .canonical import compact_json as _encode  # noqa: F401 - re-exported for the tests
-from .canonical import has_minus_zero as _has_minus_zero  # noqa: F401
-from .canonical import writer_chunks as _writer_chunks  # noqa: F401
 from .canonical import canonical_structure, canonical_text, writer_difference  # noqa: F401
 from .errors import FormatError, Kind
 from .json_scan import LazyRe as _LazyRe
 from .json_scan import brackets as _brackets
 from .manifest_locate import Locator, LookupCancelled, locate, locate_nearest  # noqa: F401
-from .manifest_locate import nearest_bytes as _nearest_bytes  # noqa: F401
 from .manifest_path import join, split_path  # noqa: F401
 
 MAX_DEPTH = 1024

@@ -20,12 +20,11 @@ import os
 import struct
 from typing import TYPE_CHECKING, Container, Iterable, Iterator
 
-from .dtypes import STRING
+from .dtypes import STRING, AttrType
 from .errors import FormatError, Kind
 from .onnx_wire import DATA_LOCATION_EXTERNAL, varint_bytes
 from .schema import (
     Attribute,
-    AttrType,
     Function,
     Graph,
     Model,

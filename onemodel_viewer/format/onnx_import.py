@@ -44,14 +44,13 @@ import stat
 from typing import TYPE_CHECKING, Iterable
 
 from .document import Document
-from .dtypes import DTYPES, STRING, DataType
+from .dtypes import DTYPES, STRING, AttrType, DataType
 from .errors import Finding, FormatError, Kind, Problem
 from .header import MAX_COUNT
 from .onnx_external import ExternalFacts, ExternalRef, locate, parse_digits, sha1_of, unsafe_location
 from .onnx_wire import DATA_LOCATION_EXTERNAL, float_bits, strip_initializer_data
 from .schema import (
     Attribute,
-    AttrType,
     Function,
     Graph,
     Model,

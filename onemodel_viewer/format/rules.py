@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from .dtypes import AttrType
 from .errors import Kind
 from .reporter import LOCATE, Reporter
-from .schema import AttrType, Function, Graph, Model, Node, NodeList
+from .schema import Function, Graph, Model, Node, NodeList
 
 
 def resolve(model: Model, report: Reporter) -> None:

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Iterator, Union
 
 from ..process import paused_gc
-from .dtypes import DTYPES, STRING, AttrType, DType, name_of
+from . import dtypes
+from .dtypes import DTYPES, STRING, DType, name_of
 from .errors import FormatError, Kind
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -191,30 +192,30 @@ class Attribute:
 
     @property
     def float_value(self) -> float | tuple[float, ...] | None:
-        if self.type == AttrType.FLOAT and isinstance(self.value, int):
+        if self.type == dtypes.AttrType.FLOAT and isinstance(self.value, int):
             return float_from_bits(self.value)
-        if self.type == AttrType.FLOATS and isinstance(self.value, tuple):
+        if self.type == dtypes.AttrType.FLOATS and isinstance(self.value, tuple):
             return tuple(float_from_bits(b) for b in self.value)
         return None
 
     def graphs(self) -> tuple["Graph", ...]:
         """Graph-valued contents (GRAPH, GRAPHS)."""
-        if self.type == AttrType.GRAPH and self.value is not None:
+        if self.type == dtypes.AttrType.GRAPH and self.value is not None:
             return (self.value,)  # type: ignore[return-value]
-        if self.type == AttrType.GRAPHS and self.value is not None:
+        if self.type == dtypes.AttrType.GRAPHS and self.value is not None:
             return tuple(self.value)  # type: ignore[arg-type]
         return ()
 
     def tensors(self) -> tuple[Tensor, ...]:
         """Tensor-valued contents in writer order (TENSOR, TENSORS, sparse values then indices)."""
         v = self.value
-        if self.type == AttrType.TENSOR and v is not None:
+        if self.type == dtypes.AttrType.TENSOR and v is not None:
             return (v,)  # type: ignore[return-value]
-        if self.type == AttrType.TENSORS and v is not None:
+        if self.type == dtypes.AttrType.TENSORS and v is not None:
             return tuple(v)  # type: ignore[arg-type]
-        if self.type == AttrType.SPARSE_TENSOR and v is not None:
+        if self.type == dtypes.AttrType.SPARSE_TENSOR and v is not None:
             return (v.values, v.indices)  # type: ignore[union-attr]
-        if self.type == AttrType.SPARSE_TENSORS and v is not None:
+        if self.type == dtypes.AttrType.SPARSE_TENSORS and v is not None:
             return tuple(t for s in v for t in (s.values, s.indices))  # type: ignore[union-attr]
         return ()
 
@@ -456,8 +457,8 @@ def walk_graphs(graph: Graph, where: str | None = None):
                 yield from walk_graphs(sub)
 
 
-_TENSOR_ATTRS = frozenset(int(t) for t in (AttrType.TENSOR, AttrType.TENSORS, AttrType.SPARSE_TENSOR, AttrType.SPARSE_TENSORS))
-_GRAPH_ATTRS = frozenset(int(t) for t in (AttrType.GRAPH, AttrType.GRAPHS))
+_TENSOR_ATTRS = frozenset(int(t) for t in (dtypes.AttrType.TENSOR, dtypes.AttrType.TENSORS, dtypes.AttrType.SPARSE_TENSOR, dtypes.AttrType.SPARSE_TENSORS))
+_GRAPH_ATTRS = frozenset(int(t) for t in (dtypes.AttrType.GRAPH, dtypes.AttrType.GRAPHS))
 
 
 def all_tensors(model: Model) -> list[Tensor]:

@@ -28,13 +28,12 @@ from typing import Callable, Iterable
 
 from ..process import paused_gc
 from .document import HEADER_SIZE
-from .dtypes import DTYPES, STRING
+from .dtypes import DTYPES, STRING, AttrType
 from .errors import FormatError, Kind
 from .header import ALIGN, MAGIC, MAX_COUNT, MAX_TENSOR_BYTES, STRUCT as _HEADER, VERSION, align_up as _align
 from .output import SourceFds, atomic_output, refuse_sources, write_all
 from .schema import (
     Attribute,
-    AttrType,
     Function,
     Graph,
     Model,
@@ -437,9 +436,6 @@ def model_sources(model: Model) -> set[str]:
     return paths
 
 
-_HAVE_CFR = hasattr(os, "copy_file_range")
-
-
 def copy_storage_range(out, storage: Storage, offset: int, length: int, fds: "SourceFds | None" = None) -> None:
     """Append ``length`` bytes of ``storage`` at ``offset`` to the file ``out``, in bounded memory.
 
@@ -456,7 +452,7 @@ def copy_storage_range(out, storage: Storage, offset: int, length: int, fds: "So
         dst = out.fileno()
         pos = out.seek(0, os.SEEK_END)
         done = 0
-        use_cfr = _HAVE_CFR
+        use_cfr = hasattr(os, "copy_file_range")  # not on every platform (macOS has none)
         while done < length:
             n = min(CHUNK, length - done)
             if use_cfr:

@@ -18,7 +18,8 @@ from rich.text import Text
 
 from ..analysis.facts import Facts
 from ..format.document import HEADER_FIELDS, Document
-from ..format.schema import Attribute, AttrType, Function, Graph, Model, Node, SparseTensor, Tensor
+from ..format.dtypes import AttrType
+from ..format.schema import Attribute, Function, Graph, Model, Node, SparseTensor, Tensor
 from .formatters import attribute_value_text, count_label, graph_label, node_label, tensor_label, value_label
 from .safe import safe_text
 

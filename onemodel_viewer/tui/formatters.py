@@ -13,7 +13,8 @@ from typing import Any, Iterable
 from rich.text import Text
 
 from ..analysis.floatbits import float32_text
-from ..format.schema import Attribute, AttrType, Graph, Node, SparseTensor, Tensor, ValueInfo
+from ..format.dtypes import AttrType
+from ..format.schema import Attribute, Graph, Node, SparseTensor, Tensor, ValueInfo
 from .safe import human_size, safe_text
 
 __all__ = [

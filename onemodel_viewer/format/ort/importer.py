@@ -29,12 +29,11 @@ from __future__ import annotations
 
 import math
 
-from ..dtypes import DTYPES, STRING
+from ..dtypes import DTYPES, STRING, AttrType
 from ..errors import Kind
 from ..header import MAX_COUNT
 from ..schema import (
     Attribute,
-    AttrType,
     Graph,
     Model,
     Node,
