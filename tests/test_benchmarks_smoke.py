@@ -103,3 +103,12 @@ def test_size_parsing():
 
     assert parse_size("64M") == 64 << 20 and parse_size("4G") == 4 << 30 and parse_size("1GiB") == 1 << 30
     assert parse_size("1000") == 1000 and size_label(4 << 30) == "4G" and size_label(8 << 20) == "8M"
+
+
+def test_shape_inference_benchmark_smoke(capsys):
+    """benchmarks/shape_inference.py runs on a small model and prints its ratio against infer_shapes."""
+    from benchmarks import shape_inference
+
+    assert shape_inference.main([os.path.join(ROOT, "testdata", "valid", "showcase.onemodel"), "--repeat", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "infer_shapes in process (baseline)" in out and "target <= 2x" in out

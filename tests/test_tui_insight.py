@@ -313,3 +313,20 @@ async def test_every_view_on_broken_files_shows_what_it_can(viewer):
             await pilot.pause()
             assert app.return_code is None, path.name
     assert opened >= 10
+
+
+async def test_shape_inference_reuses_one_helper_process_across_reloads(viewer, models):
+    """Each request started a new child (~0.5 s of start and onnx import); now one helper serves them all."""
+    from onemodel_viewer.analysis import shapes
+
+    async with viewer(models["constant_weights"]) as pilot:
+        app = pilot.app
+        await viewer.select(pilot, node(app, "relu0").where)
+        assert app.insight.inferred is not None and not app.insight.inferred.error
+        pid = shapes.inference_helper().pid
+        assert pid is not None
+        app.action_reload()
+        await viewer.settle(pilot)
+        await viewer.select(pilot, node(app, "relu0").where)
+        assert app.insight.inferred is not None and not app.insight.inferred.error
+        assert shapes.inference_helper().pid == pid

@@ -14,8 +14,9 @@ import threading
 from dataclasses import dataclass, field
 
 from ..format.schema import Graph, Model, Node, NodeList, SparseTensor, Tensor, Type
+from ..helper_process import HelperProcess
 
-__all__ = ["INLINE_BYTES", "Inferred", "infer_types", "weightless_proto", "constant_output_type", "type_from_proto"]
+__all__ = ["INLINE_BYTES", "Inferred", "infer_types", "inference_helper", "infer_serialized", "weightless_proto", "constant_output_type", "type_from_proto"]
 
 INLINE_BYTES = 1024
 """Tensors up to this many bytes keep their bytes in the proto (shape inference reads small constants)."""
@@ -126,43 +127,41 @@ def _pair(g: Graph, gp, out: Inferred, cancel: threading.Event | None) -> None:
                 _pair(sg, sgp, out, cancel)
 
 
-_CHILD = (
-    "import sys\n"
-    "from onnx import onnx_cpp2py_export as C\n"
-    "sys.stdout.buffer.write(C.shape_inference.infer_shapes(sys.stdin.buffer.read(), False, False, False))\n"
-)
-"""The child of :func:`infer_types` with ``isolate``: serialized ModelProto in, inferred one out."""
+def infer_serialized(model_bytes: bytes) -> bytes:
+    """``infer_shapes`` on a serialized ModelProto, serialized (run in the helper process)."""
+    from onnx import onnx_cpp2py_export as C
+
+    return C.shape_inference.infer_shapes(model_bytes, False, False, False)
 
 
-def _infer_in_child(mp, cancel: threading.Event | None):
-    """``infer_shapes`` in a child process: onnx's C++ inference holds the GIL for its whole run
+_HELPER: HelperProcess | None = None
+_HELPER_LOCK = threading.Lock()
+
+
+def inference_helper() -> HelperProcess:
+    """The process's shape-inference helper (started on first use, its onnx import done while the
+    caller goes on; one for the whole process, reused by every request and every document)."""
+    global _HELPER
+    with _HELPER_LOCK:
+        if _HELPER is None:
+            _HELPER = HelperProcess(preload=("onnx.onnx_cpp2py_export", __name__))
+        return _HELPER
+
+
+def _infer_in_helper(mp, cancel: threading.Event | None):
+    """``infer_shapes`` in the helper process: onnx's C++ inference holds the GIL for its whole run
     (~0.3 s on 10^4 nodes), which would freeze the viewer's UI thread for as long."""
-    import subprocess
-    import sys
-
     import onnx
 
-    proc = subprocess.Popen([sys.executable, "-c", _CHILD], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE)
-    try:
-        out, err = proc.communicate(mp.SerializeToString(), timeout=600)
-    except BaseException:
-        proc.kill()
-        proc.wait()
-        raise
-    if cancel is not None and cancel.is_set():
-        raise RuntimeError("cancelled")
-    if proc.returncode != 0:
-        lines = err.decode("utf-8", "replace").strip().splitlines()
-        raise RuntimeError(lines[-1] if lines else f"shape inference exited with status {proc.returncode}")
+    out = inference_helper().call(f"{__name__}:infer_serialized", mp.SerializeToString(), cancel)
     return onnx.ModelProto.FromString(out)
 
 
 def infer_types(model: Model, cancel: threading.Event | None = None, *, isolate: bool = False) -> Inferred:
     """Run ONNX shape inference on ``model`` without its weights; never raises (the error is kept).
 
-    ``isolate``: run onnx's inference in a child process (the viewer does: it holds the GIL
-    throughout, so in a thread it would stop the UI thread; costs the child's start and onnx import).
+    ``isolate``: run onnx's inference in the helper process (:func:`inference_helper`; the viewer
+    does: it holds the GIL throughout, so in a thread it would stop the UI thread).
     """
     out = Inferred()
     try:
@@ -173,7 +172,7 @@ def infer_types(model: Model, cancel: threading.Event | None = None, *, isolate:
             out.error = "cancelled"
             return out
         if isolate:
-            inferred = _infer_in_child(mp, cancel)
+            inferred = _infer_in_helper(mp, cancel)
         else:
             inferred = shape_inference.infer_shapes(mp, check_type=False, strict_mode=False, data_prop=False)
     except Exception as e:  # a model onnx cannot take (diagnose-mode leftovers, deep nesting, a bad op)

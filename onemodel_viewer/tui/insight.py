@@ -24,7 +24,7 @@ from textual.worker import get_current_worker
 
 from ..analysis.facts import Facts
 from ..analysis.params import ParamCounts, count_graph, count_model
-from ..analysis.shapes import Inferred, constant_output_type, infer_types
+from ..analysis.shapes import Inferred, constant_output_type, infer_types, inference_helper
 from ..analysis.usedby import Use, UsedBy
 from ..format.document import Document
 from ..format.schema import Graph, Node, SparseTensor, Tensor, Type, ValueInfo
@@ -85,6 +85,7 @@ class Insight:
         worker = get_current_worker()
         model = self.doc.model
         assert model is not None
+        inference_helper().start()  # its start and onnx import overlap the used-by and counting steps
 
         def stop() -> bool:
             return worker.is_cancelled or self.cancel.is_set()
