@@ -75,11 +75,14 @@ class Row:
 
 
 def median_pair(cmd: list[str], base: list[str], repeat: int, *, base_kw: dict | None = None,
+                check: Callable[[Proc], str] | None = None, base_check: Callable[[Proc], str] | None = None,
                 **kw) -> tuple[tuple[float, Proc], tuple[float, Proc]]:
     """:func:`median_proc` of ``cmd`` and of the baseline ``base``, their runs alternating.
 
     A burst of load on this shared machine then slows both sides, not just the one that was
-    running: the ratio is what the targets are about.
+    running: the ratio is what the targets are about. ``check(proc)`` says what is wrong with a
+    run's result ('' when nothing): the run returned is then the first one it rejects (a crashed
+    run must not pass as a fast one), else the one with the largest peak RSS.
     """
     bkw = kw if base_kw is None else base_kw
     if repeat > 1:
@@ -89,8 +92,12 @@ def median_pair(cmd: list[str], base: list[str], repeat: int, *, base_kw: dict |
     for _ in range(repeat):
         runs.append(run_proc(cmd, **kw))
         bruns.append(run_proc(base, **bkw))
-    pick = lambda rs: (statistics.median(r.seconds for r in rs), max(rs, key=lambda r: r.maxrss))  # noqa: E731
-    return pick(runs), pick(bruns)
+
+    def pick(rs: list[Proc], ok: Callable[[Proc], str] | None) -> tuple[float, Proc]:
+        bad = [r for r in rs if ok is not None and ok(r)]
+        return statistics.median(r.seconds for r in rs), bad[0] if bad else max(rs, key=lambda r: r.maxrss)
+
+    return pick(runs, check), pick(bruns, base_check)
 
 
 def median_proc(cmd: list[str], repeat: int, **kw) -> tuple[float, Proc]:
@@ -235,6 +242,21 @@ for pa, oa, pb, ob, n in pairs:
             equal = False
 print("equal" if equal else "different")
 """
+
+
+def diff_says(rc: int) -> Callable[[Proc], str]:
+    """A check of a ``--diff --json`` run: exit status ``rc`` (0 equal, 1 different) and JSON that says so."""
+
+    def check(p: Proc) -> str:
+        if p.rc != rc:
+            return f"exit status {p.rc}, want {rc}: {(p.err or p.out)[-200:]}"
+        try:
+            equal = json.loads(p.out).get("equal")
+        except (ValueError, AttributeError):
+            return f"no JSON result: {(p.err or p.out)[-200:]}"
+        return "" if equal is (rc == 0) else f"JSON says equal={equal!r} with exit status {p.rc}"
+
+    return check
 
 
 class Suite:
@@ -477,36 +499,57 @@ class Suite:
     # -- diff
     def diff(self) -> None:
         from onemodel_viewer import format as omf
+        from onemodel_viewer.analysis.diff import staged
 
         fig = "--diff --json .onemodel vs its .onnx (whole process) vs chunked np.array_equal"
         target = "<= 1.5x"
         if not (self.onemodel and self.ext):
             return self.missing(fig, target, "no models")
+        # the baseline compares exactly the byte ranges the diff compares: the diff's own tensor pairs
         a, b = omf.open(self.onemodel), omf.open(self.ext)
-        from onemodel_viewer.format.schema import all_tensors
-
-        by_name = {t.name: t for t in all_tensors(b.model)}
-        pairs = []
-        for ta in all_tensors(a.model):
-            tb_ = by_name.get(ta.name)
-            sa, sb = ta.storage, tb_.storage if tb_ is not None else None
-            if tb_ is None or not hasattr(sa, "path") or not hasattr(sb, "path") or ta.length == 0:
-                continue
-            pairs.append((sa.path, ta.file_offset, sb.path, tb_.file_offset, ta.length))
-        a.close()
-        b.close()
-        pairs_file = os.path.join(self.work, "bench-pairs.json")
+        try:
+            st = staged(a, b)
+            pairs, elsewhere = [], 0
+            for ta, tb_ in st.pairs:
+                n = min(ta.length, tb_.length)
+                pa, pb = getattr(ta.storage, "path", None), getattr(tb_.storage, "path", None)
+                if n and (pa is None or pb is None or ta.file_offset is None or tb_.file_offset is None):
+                    elsewhere += n  # bytes held in memory (decoded ONNX fields): no file range to map
+                elif n:
+                    pairs.append((pa, ta.file_offset, pb, tb_.file_offset, n))
+            total = st.total_bytes
+        finally:
+            a.close()
+            b.close()
+        pairs_file = os.path.join(self.work, f"bench-pairs-{os.getpid()}.json")  # one per run: runs may overlap
         with open(pairs_file, "w") as f:
             json.dump(pairs, f)
-        (t, p), (tb, pb) = median_pair([*self.ov, "--diff", self.onemodel, self.ext, "--json"],
-                                       [sys.executable, "-c", COMPARE, pairs_file], self.repeat)
+        try:
+            (t, p), (tb, pb) = median_pair([*self.ov, "--diff", self.onemodel, self.ext, "--json"],
+                                           [sys.executable, "-c", COMPARE, pairs_file], max(self.min_proc, self.repeat),
+                                           check=diff_says(0), base_check=lambda r: "" if r.rc == 0 and
+                                           r.out.strip() == "equal" else f"baseline says {r.out.strip()!r} (rc {r.rc})")
+        finally:
+            os.unlink(pairs_file)
         nbytes = sum(x[4] for x in pairs)
-        if p.rc != 0:  # the same model: "different" (1) or a traceback (also 1) is no figure
-            return self.add(Row(fig, "n/a", fmt_s(tb), "", target, None,
-                                note=f"exit status {p.rc}: {(p.err or p.out)[-200:]}"))
-        self.add(ratio_row(fig, t, tb, 1.5, target, rss=fmt_rss(p),
-                           note=f"{nbytes / MIB:.0f} MiB compared; diff says equal; baseline says {pb.out.strip()}"))
+        wrong = diff_says(0)(p) or (f"baseline says {pb.out.strip()!r}" if pb.out.strip() != "equal" else "")
+        if nbytes + elsewhere != total:
+            wrong = wrong or f"baseline pairs cover {nbytes + elsewhere:,} bytes, the diff compares {total:,}"
+        note = (f"{nbytes / MIB:.0f} MiB compared (the diff's {len(st.pairs):,} tensor pairs, every byte range in "
+                f"both); diff and baseline say equal")
+        if elsewhere:
+            note += f"; {elsewhere:,} bytes held in memory are not in the baseline"
+        if wrong:
+            return self.add(Row(fig, "n/a", fmt_s(tb), "", target, None, fmt_rss(p), note=f"not measured: {wrong}"))
+        self.add(ratio_row(fig, t, tb, 1.5, target, rss=fmt_rss(p), note=note))
         self.rss_rows("--diff", p)
+
+    # -- fine-tune diff (issue 17): benchmarks/diff_changed.py
+    def diff_changed(self) -> None:
+        from .diff_changed import rows
+
+        for r in rows(self):
+            self.add(r)
 
     # -- open vs onnx.load
     def onnx_load(self) -> None:
@@ -641,7 +684,7 @@ class Scale:
                      fmt_rss(p), note="ru_maxrss of the child (os.wait4 in the launcher)"))
 
 
-FIGURES = ("check", "open", "first_screen", "stats", "convert", "diff", "onnx_load", "shrink")
+FIGURES = ("check", "open", "first_screen", "stats", "convert", "diff", "diff_changed", "onnx_load", "shrink")
 SCALE_FIGURES = ("screens", "keys", "check_big")
 """Run once, whatever ``--size``: the 100,000- and 10^6-node viewer figures and the 2,000,000-node --check."""
 
@@ -714,6 +757,10 @@ def main(argv: list[str] | None = None) -> int:
     for size in sizes:  # every model first: the timed part then runs without the generator in between
         log(f"models: {args.out}/{make_models.size_label(size)}")
         summaries[make_models.size_label(size)] = make_models.ensure(size, args.out)
+        if "diff_changed" in only:  # the fine-tune copies too (make_changed.py), before any timing
+            from . import make_changed
+
+            make_changed.ensure(summaries[make_models.size_label(size)])
     graphs: dict[str, dict] = {}
     if only & set(SCALE_FIGURES):
         from . import make_graphs

@@ -112,3 +112,36 @@ def test_shape_inference_benchmark_smoke(capsys):
     assert shape_inference.main([os.path.join(ROOT, "testdata", "valid", "showcase.onemodel"), "--repeat", "1"]) == 0
     out = capsys.readouterr().out
     assert "infer_shapes in process (baseline)" in out and "target <= 2x" in out
+
+
+def test_diff_rows_reject_a_crashed_run():
+    """A --diff that crashed (a traceback exits 1, like "different") was timed as a result: 40 ms, "0.10x pass"."""
+    from benchmarks.proc import Proc
+    from benchmarks.run import diff_says
+
+    crashed = Proc(0.04, 1, 1 << 24, 1 << 23, "", "Traceback (most recent call last):\nImportError: x")
+    assert diff_says(0)(crashed).startswith("exit status 1, want 0")
+    assert diff_says(1)(crashed).startswith("no JSON result")
+    assert diff_says(1)(Proc(1.0, 1, 1, 1, '{"equal": true}', "")).startswith("JSON says equal=True")
+    assert diff_says(1)(Proc(1.0, 1, 1, 1, '{"equal": false, "differences": []}', "")) == ""
+    assert diff_says(0)(Proc(1.0, 0, 1, 1, '{"equal": true}', "")) == ""
+
+
+def test_diff_pairs_are_the_compared_bytes(tmp_path):
+    """The diff figure's baseline rebuilt its tensor pairs by name; it now takes the diff's own pairs (same bytes)."""
+    import numpy as np
+
+    from onemodel_viewer import format as omf
+    from onemodel_viewer.analysis.diff import staged
+    from benchmarks import make_models
+
+    s = make_models.ensure(make_models.parse_size("4M"), str(tmp_path))
+    a, b = omf.open(s["onemodel"]), omf.open(s["onnx_ext"])
+    try:
+        st = staged(a, b)
+        assert st.pairs and sum(min(x.length, y.length) for x, y in st.pairs) == st.total_bytes
+        for x, y in st.pairs:
+            assert x.name == y.name and np.array_equal(x.raw(), y.raw())
+    finally:
+        a.close()
+        b.close()

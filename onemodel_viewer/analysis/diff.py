@@ -69,6 +69,11 @@ class StagedDiff:
         self._result: DiffResult | None = None
 
     @property
+    def pairs(self) -> list[tuple[Tensor, Tensor]]:
+        """The tensor pairs (A, B) the second stage compares, in walk order."""
+        return [(j.a, j.b) for j in self._s.jobs]
+
+    @property
     def pending(self) -> int:
         """Tensor pairs whose values are not compared yet."""
         return sum(1 for j in self._s.jobs if j.node.pending)
@@ -100,7 +105,7 @@ class StagedDiff:
             if on_tensor is not None:
                 on_tensor(job.node)
 
-        self._deltas = compare_tensors([(j.a, j.b) for j in jobs], threads=threads, cancel=cancel, progress=progress,
+        self._deltas = compare_tensors(self.pairs, threads=threads, cancel=cancel, progress=progress,
                                        on_done=done)
         differences = self._merged()
         totals = self._totals(cancel, threads)
