@@ -82,6 +82,9 @@ class _Importer:
         self.storages: dict[str, FileStorage] = {}
         self.locations: dict[str, str] = {}
         """Resolved path -> the location first written for it."""
+        self.located: dict[str, tuple[str | None, str]] = {}
+        """Location -> what :func:`locate` said of it (resolved once: 1,875 external tensors of the 1 GiB
+        benchmark model name one file, and resolving each took ~0.1 s of the 0.36 s import)."""
         self.refs: list[ExternalRef] = []
         self.sha1: dict[str, str] = {}
         self.checked: set[tuple[str, str]] = set()
@@ -280,7 +283,9 @@ class _Importer:
         if length != expected:
             self.problem(Kind.INVALID_MODEL, w + ".length", f"{length} bytes of external data, {expected} expected from dims and dtype")
             return empty
-        full, why = locate(self.path, loc)
+        if loc not in self.located:
+            self.located[loc] = locate(self.path, loc)
+        full, why = self.located[loc]
         if full is None:
             self.problem(Kind.MALFORMED, w + ".location", why, file=loc)
             return empty
