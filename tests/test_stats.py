@@ -277,6 +277,19 @@ def test_format_value(value, code, text):
     assert format_value(value, code) == text
 
 
+def test_format_value_is_the_shortest_round_trip_for_every_float16():
+    """Every finite float16 prints the fewest significant digits that read back as it (the correctly
+    rounded decimal of that length); the digit search starts at numpy's shortest repr, which must
+    never skip the answer."""
+    vals = np.arange(1 << 16, dtype=np.uint16).view(np.float16)
+    for v in vals[np.isfinite(vals)].astype(np.float64).tolist():
+        text = format_value(v, 10)
+        assert np.float16(float(text)) == np.float16(v), (v, text)
+        if v != int(v):
+            digits = next(d for d in range(1, 18) if np.float16(float(f"{v:.{d}g}")) == np.float16(v))
+            assert text == repr(float(f"{v:.{digits}g}")), (v, text)
+
+
 def test_strings():
     strings = (b"hello", b"", b"\xff\xfeok", b"x" * 1000, "é\u202e".encode())
     t = Tensor("s", 8, (5,), strings=strings)
@@ -446,7 +459,7 @@ def test_histogram_false_precision():
 @pytest.mark.parametrize("seed", range(5))
 def test_weighted_histogram_matches_numpy_on_edges(seed):
     """The multiset histogram puts values lying exactly on (or a rounding off) an edge where numpy does."""
-    from onemodel_viewer.analysis.stats import _weighted_histogram
+    from onemodel_viewer.analysis.stats_patterns import weighted_histogram
 
     rng = np.random.default_rng(seed)
     lo, hi = sorted(rng.standard_normal(2) * 10.0 ** rng.integers(-3, 4))
@@ -455,7 +468,7 @@ def test_weighted_histogram_matches_numpy_on_edges(seed):
                         rng.uniform(lo, hi, 500)])
     c = rng.integers(1, 1000, v.size)
     ref, ref_edges = np.histogram(v, bins=32, range=(lo, hi), weights=c)
-    got, rng_ = _weighted_histogram(v, c, lo, hi)
+    got, rng_ = weighted_histogram(v, c, lo, hi)
     assert got == tuple(int(x) for x in ref) and rng_ == (ref_edges[0], ref_edges[-1])
 
 

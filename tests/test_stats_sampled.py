@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import onemodel_viewer.analysis.stats as S
+import onemodel_viewer.analysis.stats_bins as stats_bins
 from onemodel_viewer.analysis.stats import Cancelled, compute_stats, sample_spans
 from onemodel_viewer.format.dtypes import DTYPES, encode
 from onemodel_viewer.format.schema import Tensor
@@ -236,7 +237,7 @@ def test_cancel_during_the_sample(small_sample, monkeypatch, threads):
     """The sample checks ``cancel`` between its groups of blocks, like the passes between chunks."""
     t = make(1, values_of(1, 40_000))
     ev = threading.Event()
-    real = S._count_small
+    real = stats_bins.count_small
     calls = []
 
     def counting(idx):
@@ -244,7 +245,7 @@ def test_cancel_during_the_sample(small_sample, monkeypatch, threads):
         ev.set()  # pass 2 has not started: the first call is the sample's
         return real(idx)
 
-    monkeypatch.setattr(S, "_count_small", counting)
+    monkeypatch.setattr(stats_bins, "count_small", counting)
     with pytest.raises(Cancelled):
         compute_stats(t, chunk_bytes=4096, threads=threads, cancel=ev)
     groups = -(-sum(b - a for a, b in sample_spans(t.count, 4)) // S.SAMPLE_UNIT_VALUES)

@@ -69,12 +69,11 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Literal
 
 from ..format.dtypes import DTYPES, STRING, DataType, DType, decode
 from ..format.errors import FormatError, Kind
+from . import stats_bins
 from .stats_bins import Binner, chunk_histogram
-from .stats_bins import count_small as _count_small  # a module global: tests count the sample's calls
 from .stats_chunks import BLOCK_BYTES, MIN_UNIT_BYTES, PATTERN_UNIT_BYTES, Chunk, Driver, default_threads, scratch, split_chunks
 from .stats_kernel import Figures, chunk_figures, values
 from .stats_patterns import pattern_stats, small_stats
-from .stats_patterns import weighted_histogram as _weighted_histogram  # noqa: F401 - tests/test_stats.py
 from .tensor_stats import BINS, FIRST, Cancelled, TensorStats, format_value
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -359,7 +358,7 @@ def _sampled_histogram(summary: TensorStats, raw, info: DType, fig: Figures, bin
                 x = x[np.isfinite(x)]
             idx = scratch(np.uint8, x.size, 1).reshape(x.shape)
             binner(x, idx)
-        return _count_small(idx.reshape(-1))
+        return stats_bins.count_small(idx.reshape(-1))  # looked up per call: a test counts these calls
 
     hs = np.zeros(BINS, dtype=np.int64)
     for r in driver.map(sample_unit, units, advance=False):

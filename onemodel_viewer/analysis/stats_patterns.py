@@ -140,32 +140,77 @@ def _pattern_table(info: DType) -> _PatternTable:
     return _PatternTable(*arrays)
 
 
+def _occurring(info: DType, counts: "np.ndarray"):
+    """(counts, float64 values) of the finite patterns of a 16-bit type that occur, ascending by value;
+    and the NaN, +inf, -inf and zero counts."""
+    import numpy as np
+
+    nz = (counts != 0).nonzero()[0]  # 4x faster than flatnonzero (a bool array's nonzero is vectorised)
+    split = int(np.searchsorted(nz, 0x8000))  # patterns with the top (sign) bit set from here on
+    if info.code == DataType.UINT16:
+        pass  # the patterns' order
+    elif info.is_float:  # sign and magnitude: negative values descend as the pattern grows
+        nz = np.concatenate((nz[split:][::-1], nz[:split]))
+    else:  # int16, two's complement: negative values ascend from 0x8000
+        nz = np.concatenate((nz[split:], nz[:split]))
+    c = counts[nz]
+    v = _pattern_values(info)[nz]
+    if not info.is_float:
+        zeros = int(counts[0])
+        return c, v, 0, 0, 0, zeros
+    fin = np.isfinite(v)
+    nan = posinf = neginf = 0
+    if not fin.all():  # NaN and infinities sort at both ends here
+        for x, k in zip(v[~fin].tolist(), c[~fin].tolist()):
+            if x != x:
+                nan += k
+            elif x > 0:
+                posinf += k
+            else:
+                neginf += k
+        c, v = c[fin], v[fin]
+    zeros = int(counts[0]) + int(counts[0x8000])
+    return c, v, nan, posinf, neginf, zeros
+
+
 def _from_counts(info: DType, count: int, counts: "np.ndarray", first) -> TensorStats:
     """Statistics from the occurrences of every bit pattern (``counts[pattern]``).
 
-    Works on the finite patterns sorted by value (a cached table): min/max are the first and
-    last patterns that occur, the histogram is a difference of cumulative counts at the bin
-    edges (``searchsorted``), so nothing per tensor costs more than a few passes over 65,536
-    numbers.
+    Works on the finite patterns that occur, sorted by value: min/max are the first and last,
+    the histogram is a difference of cumulative counts at the bin edges (``searchsorted``).
+    16-bit types take only the patterns that occur (:func:`_occurring`: a 288 KiB float16
+    tensor uses ~18,000 of the 65,536, and the passes over all of them cost more than its
+    ``bincount``); narrower types use a cached table of every finite pattern sorted by value.
     """
     import numpy as np
 
-    t = _pattern_table(info)
-    nan = int(counts[t.nan].sum())
-    posinf = int(counts[t.posinf].sum())
-    neginf = int(counts[t.neginf].sum())
-    zeros = int(counts[t.zero].sum())
-    c = counts[t.order]
-    occurs = c != 0
-    i0 = int(occurs.argmax())  # first True (argmax stops there)
-    if not occurs[i0]:
-        return TensorStats(count, info.code, None, None, None, None, nan, posinf, neginf, zeros, 0, (), None, first)
-    i1 = c.size - int(occurs[::-1].argmax())
-    c = c[i0:i1]
-    v = t.values[i0:i1]
+    if info.bits == 16:
+        c, v, nan, posinf, neginf, zeros = _occurring(info, counts)
+        if c.size == 0:
+            return TensorStats(count, info.code, None, None, None, None, nan, posinf, neginf, zeros, 0, (), None, first)
+    else:
+        t = _pattern_table(info)
+        nan = int(counts[t.nan].sum())
+        posinf = int(counts[t.posinf].sum())
+        neginf = int(counts[t.neginf].sum())
+        zeros = int(counts[t.zero].sum())
+        c = counts[t.order]
+        occurs = c != 0
+        i0 = int(occurs.argmax())  # first True (argmax stops there)
+        if not occurs[i0]:
+            return TensorStats(count, info.code, None, None, None, None, nan, posinf, neginf, zeros, 0, (), None, first)
+        i1 = c.size - int(occurs[::-1].argmax())
+        c = c[i0:i1]
+        v = t.values[i0:i1]
+    lo, hi = float(v[0]), float(v[-1])
+    if info.bits == 16 and info.is_float and (lo == 0.0 or hi == 0.0):
+        # -0 sorts before +0 here; the min is +0 when it occurs, the max -0 (what a stable sort by value gives)
+        if lo == 0.0:
+            lo = 0.0 if counts[0] else -0.0
+        if hi == 0.0:
+            hi = -0.0 if counts[0x8000] else 0.0
     cum = np.cumsum(c)
     finite = int(cum[-1])
-    lo, hi = float(v[0]), float(v[-1])
     cf = c.astype(np.float64)
     mean = float(np.add.reduce(cf * v)) / finite  # not np.dot: no BLAS (and its threads) for this
     dev = v - mean

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import struct
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -78,22 +79,60 @@ def _short_float(v: float, cast: Callable[[float], Any] | None) -> str:
     if v == int(v) and abs(v) < 2**53:
         return repr(v)  # integral: all digits (float8 448 is "448.0", not the shorter "450.0")
     target = cast(v)
-    for digits in range(1, 18):
+    for digits in range(_fewest_digits(v, cast), 18):
         s = f"{v:.{digits}g}"
         if cast(float(s)) == target:
             return repr(float(s))
     return repr(v)  # pragma: no cover - 17 digits always round-trip
 
 
-def _caster(dtype_code: int) -> Callable[[float], Any] | None:
+def _fewest_digits(v: float, cast) -> int:
+    """A lower bound on the digits :func:`_short_float` needs: those of numpy's shortest repr of the type.
+
+    Saves the tries below it (~4 per float16 weight, each a format and a cast)."""
+    scalar = _SCALARS.get(cast)
+    if scalar is None:
+        return 1
+    text = str(scalar(v)).partition("e")[0]
+    return max(1, len(text.replace("-", "").replace(".", "").strip("0")))
+
+
+def _packer(fmt: str) -> Callable[[float], bytes | None]:
+    """The bytes of a float rounded to a struct format's type (None when it overflows the type).
+
+    Used for float16 and float32 instead of numpy scalars: a fifth of the time per digit tried
+    (the first 16 values of each tensor were ~20% of the statistics of a 288 KiB float16 tensor)."""
+    pack = struct.Struct(fmt).pack
+
+    def cast(v: float) -> bytes | None:
+        try:
+            return pack(v)
+        except OverflowError:
+            return None
+
+    return cast
+
+
+_PACKERS = {DataType.FLOAT16: _packer("<e"), DataType.FLOAT: _packer("<f"), DataType.COMPLEX64: _packer("<f")}
+_SCALARS: dict = {}
+"""numpy scalar type of each packer (filled on first use: numpy is imported lazily)."""
+
+
+def _scalar_types() -> None:
     import numpy as np
 
+    _SCALARS.update({_PACKERS[DataType.FLOAT16]: np.float16, _PACKERS[DataType.FLOAT]: np.float32,
+                     _PACKERS[DataType.COMPLEX64]: np.float32})
+
+
+def _caster(dtype_code: int) -> Callable[[float], Any] | None:
     info = DTYPES[dtype_code]
     if dtype_code in (DataType.DOUBLE, DataType.COMPLEX128):
         return None
-    if dtype_code == DataType.COMPLEX64:
-        return np.float32
-    return info.numpy.type
+    packer = _PACKERS.get(dtype_code)
+    if packer is not None and not _SCALARS:
+        _scalar_types()
+    return packer if packer is not None else info.numpy.type
 
 
 def format_value(value: Any, dtype_code: int) -> str:
