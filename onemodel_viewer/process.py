@@ -10,7 +10,8 @@ Called from another thread, each function here does nothing.
   instead of ~2 s for 10^6 nodes). On the way out the survivors are moved to the oldest
   generation without a collection (``freeze`` + ``unfreeze``), so the first allocation after
   re-enabling does not scan them all (~5 ms on a 10^4-node model).
-* :func:`freeze_gc` — the viewer, once its first screen is up: everything alive then (the
+* :func:`freeze_gc` — the viewer, once its first screen is up and its background job done
+  (``tui/background.py``): everything alive then (the
   model, the widgets) lives until exit; freezing keeps it out of every later collection.
 """
 

@@ -167,16 +167,17 @@ class OneModelApp(BackgroundWork, SearchActions, InsightActions, App[int]):
         self.call_after_refresh(self._first_screen_done)
 
     def _first_screen_done(self) -> None:
-        if self.resume_gc_after_first_screen:
-            freeze_gc()
-            self.resume_gc_after_first_screen = False
+        resume, self.resume_gc_after_first_screen = self.resume_gc_after_first_screen, False
         if self.exit_after_first_screen:
             # a benchmark run ends at the first screen: the background work below would only
             # hold up the exit (thread workers are waited for)
+            if resume:
+                freeze_gc()
             self.call_after_refresh(self.exit, 0)
             return
         self._first_screen_shown = True
-        self._start_background()
+        if not self._start_background(hold_gc=resume) and resume:
+            freeze_gc()  # no job: nothing to hold the GC for (with a job: on when it ends)
 
     def _setup(self) -> None:
         doc = self.document
@@ -194,7 +195,7 @@ class OneModelApp(BackgroundWork, SearchActions, InsightActions, App[int]):
         self.describer = Describer(doc, self.facts, sharing=self.bytemap.sharing, maps=self.maps)
         if self.insight is not None:
             self.insight.cancel.set()  # the previous document's
-        self.insight = Insight(self, doc, self.facts)
+        self.insight = Insight(self, doc, self.facts, held=True)  # run by the background job
         self.describer.extra, self.describer.infer = self.insight.lines, self.insight.infer_type
         self._reset_search()
         self.query_one("#infobar", InfoBar).show(self._info_parts())

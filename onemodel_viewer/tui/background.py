@@ -1,9 +1,16 @@
 """The viewer's background job: what needs the whole model, in one worker thread after the first screen.
 
-:class:`BackgroundWork` is mixed into the viewer app (``tui/app.py``): the main graph's facts and
-the search index (:meth:`~.search.SearchActions._prepare_search`), then, for a OneModel file, the
+:class:`BackgroundWork` is mixed into the viewer app (``tui/app.py``): the main graph's facts, the
+insight's used-by map, parameter counts and inferred types (:meth:`~.insight.Insight.run`), the
+search index (:meth:`~.search.SearchActions._prepare_search`), then, for a OneModel file, the
 findings that need its bytes (:func:`~onemodel_viewer.analysis.layout.file_findings`), added to the
 tree's findings group and the info bar when they arrive.
+
+The cyclic GC: the viewer (``run_viewer``) opens with the collector off; it stays off while this
+job runs and is turned back on, with everything alive frozen, when the job ends. The job builds
+millions of records that all stay alive: with the collector on, each full collection walked all of
+them again, holding the interpreter (measured on a 10^6-node model: collections of 0.4-1.8 s, the
+key presses waited that long).
 """
 
 from __future__ import annotations
@@ -14,6 +21,7 @@ from textual import work
 
 from ..analysis.facts import Facts
 from ..format.document import Document
+from ..process import freeze_gc
 from .info_bar import InfoBar
 from .structure_tree import StructureTree
 
@@ -23,30 +31,56 @@ __all__ = ["BackgroundWork"]
 class BackgroundWork:
     """The background job of the viewer app (a mixin: ``self`` is the app)."""
 
-    def _start_background(self) -> None:
-        """Work that needs the whole model (byte-level findings, the search index), in threads.
+    background_gc_held = False
+    """True while the GC stays off for the running job (turned on, frozen, when it ends)."""
 
-        Started once the first screen is on the terminal: before it, these threads take the
+    def _start_background(self, *, hold_gc: bool = False) -> bool:
+        """Work that needs the whole model (facts, insight, the search index, byte-level findings), in one thread.
+
+        Started once the first screen is on the terminal: before it, a busy thread takes the
         interpreter from the UI thread (measured: first screen of the 10,000-node bench model
-        ~0.84 s -> ~1.15 s when they started at mount).
+        ~0.84 s -> ~1.15 s when it started at mount). ``hold_gc``: the caller paused the GC and
+        leaves it off until the job ends (see the module docstring). Returns whether a job started.
         """
         doc = self.document
         if doc is None or doc.model is None:
-            return
+            return False
         self._background_cancel.set()  # the previous document's job, if it still runs
         self._background_cancel = cancel = threading.Event()
+        self.background_gc_held = self.background_gc_held or hold_gc
         self._background(doc, self.facts, cancel)
+        return True
 
-    @work(thread=True, exclusive=True, group="background", exit_on_error=False)
+    # the description: Textual's default is the repr of the arguments, and the repr of a document
+    # walks its whole model (10^6 nodes: every node record built on the UI thread, ~9 s)
+    @work(thread=True, exclusive=True, group="background", exit_on_error=False,
+          description="background job: facts, insight, search index, findings")
     def _background(self, doc: Document, facts: Facts, cancel: threading.Event) -> None:
         """One thread, one task after the other: each busy thread takes the interpreter from the UI
         thread every few milliseconds (measured on a 10^6-node model: three at once made a key press
         take ~2 s, one ~60 ms). ``cancel`` (set on quit and reload) stops it between and inside tasks."""
         # ``doc`` and ``facts`` are this document's: a reload replaces self.document/self.facts while
         # this thread runs on (it cannot be stopped), and its results must not land in the new ones
-        self._prepare_search(doc, facts, cancel)
-        if doc.source == "onemodel" and doc is self.document and not cancel.is_set():
-            self._file_findings(doc, cancel)
+        try:
+            if doc.model is not None and doc is self.document and not cancel.is_set():
+                facts.of(doc.model.graph)
+            insight = self.insight
+            if insight is not None and insight.doc is doc and not cancel.is_set():
+                insight.run()
+            self._prepare_search(doc, facts, cancel)
+            if doc.source == "onemodel" and doc is self.document and not cancel.is_set():
+                self._file_findings(doc, cancel)
+        finally:
+            try:
+                self.call_from_thread(self._background_ended, cancel)
+            except Exception:  # app shutting down
+                pass
+
+    def _background_ended(self, cancel: threading.Event) -> None:
+        """The job of ``cancel`` ended: the GC back on unless a newer job runs."""
+        if self.background_gc_held and cancel is self._background_cancel:
+            self.background_gc_held = False
+            freeze_gc()
 
     def _file_findings(self, doc: Document, cancel: threading.Event | None = None) -> None:
         """The findings that need the bytes (padding, unowned and shared bytes, canonical form): off the UI thread."""

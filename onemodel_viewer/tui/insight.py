@@ -1,7 +1,7 @@
 """Model insight for the viewer: used-by, parameter counts and inferred types, computed off the UI thread.
 
-:class:`Insight` belongs to one document. It runs one worker thread (started on the first
-request, never before the first screen) that builds, one after the other, the used-by map of
+:class:`Insight` belongs to one document. Its work runs in a worker thread (the viewer's background
+job, after the first screen; or a thread of its own on the first request) that builds, one after the other, the used-by map of
 the whole model (``analysis/usedby.py``), the parameter counts (``analysis/params.py``) and
 ONNX shape inference (``analysis/shapes.py``); each result is posted back with
 ``call_from_thread`` and the detail pane is redrawn. Until a result is there the detail pane
@@ -57,7 +57,7 @@ def use_text(u: Use) -> Text:
 class Insight:
     """Used-by, parameter counts and inferred types of one document, built in one worker thread."""
 
-    def __init__(self, app: App, doc: Document, facts: Facts) -> None:
+    def __init__(self, app: App, doc: Document, facts: Facts, *, held: bool = False) -> None:
         self.app = app
         """The viewer (``tui/app.OneModelApp``: not imported here, it imports this module)."""
         self.doc = doc
@@ -70,16 +70,27 @@ class Insight:
         self.errors: dict[str, str] = {}
         """step -> message, when a step failed (diagnose-mode leftovers): shown, never raised."""
         self._started = False
+        self.held = held
+        """True: :meth:`start` does nothing, the work waits for :meth:`run` (the viewer's background
+        job runs it after its first screen, one task after the other: a second busy thread made the
+        first screen and the key presses wait for the interpreter)."""
         self.cancel = threading.Event()
 
     # ------------------------------------------------------------------ the worker
     def start(self) -> None:
-        """Start the worker (once)."""
-        if self._started or self.doc.model is None:
+        """Start the worker (once; not while :attr:`held`)."""
+        if self._started or self.held or self.doc.model is None:
             return
         self._started = True
         self.app.run_worker(self._work, thread=True, group="insight", exclusive=False, exit_on_error=False,
                             name="insight")
+
+    def run(self) -> None:
+        """Do the work now, in the calling worker thread (once: nothing if it has started)."""
+        if self._started or self.doc.model is None:
+            return
+        self._started = True
+        self._work()
 
     def _work(self) -> None:
         worker = get_current_worker()

@@ -1,0 +1,140 @@
+"""The viewer's background job (tui/background.py): one thread after the first screen, the GC held off
+while it runs, nothing that walks the whole model on the UI thread."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import gc
+import threading
+from pathlib import Path
+
+from onemodel_viewer.process import pause_gc
+from onemodel_viewer.tui.app import OneModelApp, make_app
+
+ROOT = Path(__file__).resolve().parent.parent
+SHOWCASE = str(ROOT / "testdata" / "valid" / "showcase.onemodel")
+SIZE = (120, 40)
+
+
+def aio(fn):
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        return asyncio.run(fn(*args, **kwargs))
+
+    return wrapper
+
+
+def hold_job(monkeypatch) -> tuple[threading.Event, threading.Event]:
+    """Make the background job wait (in its thread) before its search-index step: (reached, go)."""
+    reached, go = threading.Event(), threading.Event()
+    real = OneModelApp._prepare_search
+
+    def held(self, *args, **kwargs):
+        reached.set()
+        go.wait(30)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(OneModelApp, "_prepare_search", held)
+    return reached, go
+
+
+async def wait_for(event: threading.Event, pilot) -> None:
+    for _ in range(300):
+        if event.is_set():
+            return
+        await pilot.pause(0.02)
+    raise AssertionError("the background job never got there")
+
+
+@aio
+async def test_background_worker_is_not_described_by_its_arguments(monkeypatch):
+    """Regression: Textual describes a worker by the repr of its arguments unless given a description;
+    the repr of the document walked its whole model on the UI thread (10^6 nodes: every node record
+    built, ~9 s with the keys waiting)."""
+    reached, go = hold_job(monkeypatch)
+    app = make_app(SHOWCASE)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(reached, pilot)
+            jobs = [w for w in app.workers if w.group == "background"]
+            assert len(jobs) == 1
+            assert "Document(" not in jobs[0].description and len(jobs[0].description) < 100
+            go.set()
+            await app.workers.wait_for_complete()
+    finally:
+        go.set()
+
+
+@aio
+async def test_insight_runs_in_the_background_job_not_a_thread_of_its_own(monkeypatch):
+    """The insight (used-by, params, inferred types) is held until the background job runs it: before,
+    its thread started with the first detail pane, before the first screen, and took the interpreter
+    from the UI thread."""
+    reached, go = hold_job(monkeypatch)
+    app = make_app(SHOWCASE)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(reached, pilot)
+            assert app.insight is not None and app.insight.held
+            assert not [w for w in app.workers if w.group == "insight"]
+            app.insight.start()  # a request while held: still no thread of its own
+            assert not [w for w in app.workers if w.group == "insight"]
+            # the job reached the search step: the insight results are there (it ran them first)
+            assert app.insight.used_by is not None and app.insight.model_params is not None
+            go.set()
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+            assert app._search_index is not None
+    finally:
+        go.set()
+
+
+@aio
+async def test_gc_stays_off_while_the_background_job_runs(monkeypatch):
+    """run_viewer opens with the GC off: it stays off until the background job ends, then comes back on.
+    Before, it came back on at the first screen and full collections over the job's millions of new
+    records held the interpreter 0.4-1.8 s at a time (10^6-node model): the keys waited."""
+    reached, go = hold_job(monkeypatch)
+    was = gc.isenabled()
+    pause_gc()
+    app = make_app(SHOWCASE)
+    app.resume_gc_after_first_screen = True  # as run_viewer does
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(reached, pilot)
+            await pilot.pause()
+            assert not gc.isenabled()  # first screen drawn, job running
+            go.set()
+            await app.workers.wait_for_complete()
+            for _ in range(50):
+                if gc.isenabled():
+                    break
+                await pilot.pause(0.02)
+            assert gc.isenabled()
+    finally:
+        go.set()
+        gc.unfreeze()
+        if was:
+            gc.enable()
+
+
+@aio
+async def test_gc_back_on_at_the_first_screen_when_there_is_no_job():
+    """A file without a model (nothing for a background job): the GC comes back on at the first screen."""
+    was = gc.isenabled()
+    pause_gc()
+    app = make_app(str(ROOT / "testdata" / "hostile" / "Malformed-file-10-bytes.onemodel"))
+    app.resume_gc_after_first_screen = True
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            assert app.document is not None and app.document.model is None
+            for _ in range(50):
+                if gc.isenabled():
+                    break
+                await pilot.pause(0.02)
+            assert gc.isenabled()
+    finally:
+        gc.unfreeze()
+        if was:
+            gc.enable()
