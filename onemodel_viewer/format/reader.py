@@ -79,7 +79,7 @@ from .reporter import LOCATE, LOCATE_CAP, Reporter
 from .rules import resolve
 from .storage import FileStorage
 
-__all__ = ["BULK_NODES", "LOCATE_CAP", "Reporter", "duplicate_key_findings", "open_path", "open_with_manifest", "resolve", "sniff_onemodel"]
+__all__ = ["BULK_NODES", "LOCATE_CAP", "Reporter", "duplicate_key_findings", "open_path", "open_storage", "open_with_manifest", "resolve", "sniff_onemodel"]
 
 BULK_NODES = 32
 """Graphs with at least this many nodes, all stored as writers store them (:func:`.builder.plain_nodes`), get a lazily built :class:`~.schema.NodeList`."""
@@ -156,6 +156,19 @@ def open_with_manifest(path, mode: str = "diagnose") -> tuple[Document, _manifes
     keep: list = []
     doc = _open(path, mode, keep)
     return doc, (keep[0] if keep else None)
+
+
+def open_storage(path, storage, mode: str = "diagnose") -> Document:
+    """Read the OneModel file whose bytes ``storage`` holds (an edited file in memory:
+    :class:`~.overlay.OverlayStorage`); ``path`` names it. Like :func:`open_path` otherwise."""
+    if mode not in ("strict", "diagnose"):
+        raise ValueError(f"mode must be 'strict' or 'diagnose', not {mode!r}")
+    report = Reporter(mode == "strict", LOCATE_CAP)
+    doc = Document(os.fspath(path), "onemodel", storage.size, storage=storage, mode=mode)
+    _read(doc, storage.read(0, min(HEADER_SIZE, storage.size)), report)
+    doc.problems = report.problems
+    doc.findings = report.findings
+    return doc
 
 
 def _open(path, mode: str, keep: list | None) -> Document:
