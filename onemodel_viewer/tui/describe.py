@@ -15,6 +15,7 @@ from ..analysis.facts import Facts
 from ..format.document import Document
 from ..format.dtypes import name_of
 from ..format.schema import Function, Graph, Model, Node, SparseTensor, Tensor, ValueInfo
+from ..format.spec_rules import rule_of
 from .bytemap import FileMaps
 from .entries import Entry
 from .formatters import attr_type_name, attribute_value_text, float_bits_text, join_texts, tensor_summary  # noqa: F401 (float_bits_text: re-exported)
@@ -411,5 +412,10 @@ class Describer:
         if p.offset is not None:
             lines.append(kv("offset", f"0x{p.offset:x} ({p.offset:,})", ("offset", p.offset)))
         lines.append(kv("message", safe_text(p.message, limit=2000)))
+        if kind == "problem" and hasattr(p, "kind"):
+            rule = rule_of(p)  # the same section and id as --check's "rule:" line
+            if rule is not None:
+                lines.append(kv("rule", rule.label()))
+                lines.append(kv("requires", rule.summary))
         return lines
 

@@ -14,6 +14,7 @@ from textual.binding import Binding
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, Static
 
+from ..format.spec_rules import rule_of
 from .safe import safe_text
 
 
@@ -28,15 +29,22 @@ class ProblemsScreen(ModalScreen[Any]):
     ProblemsScreen > DataTable { height: 1fr; }
     """
 
-    def __init__(self, problems: list, findings: list) -> None:
+    def __init__(self, problems: list, findings: list, appeared: set | None = None, gone: list | None = None) -> None:
         super().__init__()
-        self.records: list[Any] = [*problems, *findings]
-        self._n_problems = len(problems)
+        self.gone = list(gone or [])
+        """Problems the last edit made disappear (edit mode): listed after the problems, marked ``-``."""
+        self.appeared = set(appeared or ())
+        """(kind, where) of the problems the last edit made appear: marked ``+``."""
+        self.records: list[Any] = [*problems, *self.gone, *findings]
+        self._n_problems = len(problems) + len(self.gone)
 
     def compose(self) -> ComposeResult:
         n_find = len(self.records) - self._n_problems
-        title = Text(f" {self._n_problems} problem{'s' if self._n_problems != 1 else ''}, "
+        n = self._n_problems - len(self.gone)
+        title = Text(f" {n} problem{'s' if n != 1 else ''}, "
                      f"{n_find} finding{'s' if n_find != 1 else ''}", style="bold")
+        if self.gone or self.appeared:
+            title.append(f"   last edit: +{len(self.appeared)} appeared, -{len(self.gone)} gone", style="bold magenta")
         title.append("   enter: go to · escape: close", style="dim")
         yield Static(title, id="problems-title")
         yield DataTable(cursor_type="row", zebra_stripes=True, id="problems-table")
@@ -48,8 +56,16 @@ class ProblemsScreen(ModalScreen[Any]):
         for i, r in enumerate(self.records):
             is_problem = i < self._n_problems
             kind = Text(str(r.kind) if is_problem else r.code, style="bold red" if is_problem else "yellow")
+            if is_problem and (self.gone or self.appeared):
+                gone = i >= self._n_problems - len(self.gone)
+                mark = "- " if gone else "+ " if (r.kind.value, r.where) in self.appeared else "  "
+                kind = Text(mark, style="bold green" if gone else "bold magenta") + kind
             off = Text("-" if r.offset is None else f"0x{r.offset:x}", style="cyan")
-            rows.append((kind, safe_text(r.where, limit=60), off, safe_text(r.message, limit=400)))
+            message = safe_text(r.message, limit=400)
+            rule = rule_of(r) if is_problem else None
+            if rule is not None:  # the same section and id as --check's "rule:" line
+                message.append(f"\nrule: {rule.label()}", style="dim")
+            rows.append((kind, safe_text(r.where, limit=60), off, message))
         # the message column takes what the others leave, and its text wraps (a row grows): never cut
         fixed = [max([len(h)] + [row[c].cell_len for row in rows]) for c, h in enumerate(("kind", "where", "offset"))]
         room = self.app.size.width - fixed[0] - fixed[2] - 2 * 4 - 2
