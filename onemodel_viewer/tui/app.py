@@ -45,6 +45,7 @@ from .bytemap import ByteMap, FileMaps
 from .describe import Describer
 from .info_bar import InfoBar, count_nodes, count_tensors, document_parts
 from .detail_pane import DetailPane
+from .edit_mode import EditActions
 from .byte_inspector import ByteInspector
 from .entries import Entry, EntryFactory
 from .hex_view import HexView
@@ -67,7 +68,7 @@ def _open(path: str) -> Document:
     return omf.open(path, mode="diagnose")
 
 
-class OneModelApp(BackgroundWork, SearchActions, InsightActions, App[int]):
+class OneModelApp(BackgroundWork, SearchActions, InsightActions, EditActions, App[int]):
     """Tree + detail + stats + hex over one :class:`Document`."""
 
     CSS_PATH = "app.tcss"
@@ -102,6 +103,11 @@ class OneModelApp(BackgroundWork, SearchActions, InsightActions, App[int]):
         Binding("i", "toggle_inspector", "Inspect", show=False),
         Binding("y", "copy('name')", "Copy name", show=False),
         Binding("Y", "copy('where')", "Copy where", show=False),
+        Binding("E", "edit", "Edit", show=False),  # edit mode: tui/edit_mode.py
+        Binding("ctrl+z", "undo_edit", "Undo", show=False),
+        Binding("ctrl+y", "redo_edit", "Redo", show=False),
+        Binding("L", "edit_list", "Edit list", show=False),
+        Binding("S", "save_as", "Save as", show=False),
     ]
 
     class FileChanged(Message):
@@ -273,7 +279,7 @@ class OneModelApp(BackgroundWork, SearchActions, InsightActions, App[int]):
         counts = self._counts
         if counts is None or counts[0] is not doc:  # walked once per document, not on every info-bar refresh
             counts = self._counts = (doc, count_tensors(doc), count_nodes(doc))
-        return document_parts(doc, counts[1], counts[2])
+        return document_parts(doc, counts[1], counts[2]) + self.edit_parts()
 
     # ------------------------------------------------------------------ selection
     @on(Tree.NodeHighlighted, "#tree")
@@ -451,7 +457,7 @@ class OneModelApp(BackgroundWork, SearchActions, InsightActions, App[int]):
 
         from .problems_screen import ProblemsScreen
 
-        self.push_screen(ProblemsScreen(list(doc.problems), list(doc.findings)), done)
+        self.push_screen(ProblemsScreen(list(doc.problems), list(doc.findings), **self.problem_marks()), done)
 
     def jump_to_problem(self, rec: Any) -> None:
         """Move the hex pane to a problem's offset and the tree to its record."""
@@ -519,6 +525,7 @@ class OneModelApp(BackgroundWork, SearchActions, InsightActions, App[int]):
         yield SystemCommand("Toggle light/dark", "Switch theme (ctrl+t)", self.action_toggle_theme)
         yield SystemCommand("Help", "Keys and colours (?)", self.action_help)
         yield from self.insight_commands()
+        yield from self.edit_commands()
 
 
 def make_app(path: str | None = None, *, document: Document | None = None,

@@ -1,0 +1,335 @@
+"""The viewer's edit mode (a mixin of the app): edit the selection, see the verdict change.
+
+Keys (the app's bindings): ``E`` edits the selection: a header field (its decoded value), a
+manifest value (:class:`~.edit_screens.JsonEditor`, validated as JSON), or, with the hex pane
+focused, the bytes at the hex cursor (typed as hex). ``ctrl+z`` / ``ctrl+y`` undo / redo, ``L``
+lists the edits in ``--patch`` syntax, ``S`` saves the edited file as a new file.
+
+Every edit goes to an :class:`~onemodel_viewer.format.overlay.EditSession` (memory only; the file
+is never written). The edited file is then read again in diagnose mode in a thread worker (a newer
+edit cancels it and its result is dropped) and shown like a reloaded file, the selection kept:
+problems that appeared are marked ``+`` in the tree's problems group and the problems screen,
+problems that disappeared are listed there marked ``-``, the info bar counts both.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Iterable
+
+from rich.text import Text
+from textual import work
+from textual.app import SystemCommand
+from textual.worker import get_current_worker
+
+from ..format.edit_image import FIELD_NAMES, EditError
+from ..format.errors import FormatError
+from ..format.manifest_locate import locate
+from ..format.overlay import EditSession, verdict_change
+from .entries import Entry
+from .hex_view import HexView
+from .info_bar import InfoBar
+from .safe import safe_str
+from .structure_tree import StructureTree
+
+__all__ = ["EditActions", "MAX_VALUE"]
+
+MAX_VALUE = 64 << 10
+"""Largest manifest value (bytes of JSON) the editor opens; select a value inside a larger one."""
+HEX_PREFILL = 8
+"""Bytes at the hex cursor put in the bytes prompt."""
+
+
+def _key(p) -> tuple[str, str]:
+    return (p.kind.value, p.where)
+
+
+class EditActions:
+    """Edit mode of the viewer app (a mixin: ``self`` is the app)."""
+
+    edit_session: EditSession | None = None
+    """The edits of this file (None until the first ``E``)."""
+    edit_change: dict | None = None
+    """``appeared`` / ``disappeared`` problems of the last re-read (:func:`~..format.overlay.verdict_change`)."""
+    edit_pending = False
+    """True while the edited file is being read again."""
+    _edit_generation = 0
+
+    # ------------------------------------------------------------------ starting an edit
+    def _session(self) -> EditSession | None:
+        doc = self.document
+        if doc is None or doc.source != "onemodel" or not self.path:
+            self.notify("edit mode edits OneModel files; convert this one first (--convert)", severity="warning")
+            return None
+        if self.edit_session is None or self.edit_session.path != self.path:
+            try:
+                self.edit_session = EditSession(self.path)
+            except (FormatError, OSError) as e:
+                self.notify(f"cannot edit: {safe_str(str(e), 200)}", severity="error", markup=False)
+                return None
+        return self.edit_session
+
+    def action_edit(self) -> None:
+        """``E``: edit the selection (the hex pane focused: the bytes at its cursor)."""
+        session = self._session()
+        if session is None:
+            return
+        hexv = self.query_one(HexView)
+        entry: Entry | None = self.current
+        if hexv.has_focus:
+            self._edit_bytes(session, hexv.cursor)
+        elif entry is not None and entry.kind == "header" and isinstance(entry.obj, tuple):
+            self._edit_header(session, entry.obj[0])
+        elif entry is not None and entry.where.startswith("manifest"):
+            self._edit_manifest(session, entry.where)
+        else:
+            self.notify("select a header field or a manifest record, or focus the hex pane (h), then press E",
+                        severity="warning", markup=False)
+
+    def _edit_bytes(self, session: EditSession, at: int) -> None:
+        from .prompt import Prompt
+
+        storage = session.storage()
+        at = min(at, storage.size)
+        now = storage.read(at, min(HEX_PREFILL, storage.size - at)).hex(" ")
+
+        def done(text: str | None) -> None:
+            if text is not None:
+                self.apply_edit(f"bytes@0x{at:x}={''.join(text.split())}")
+
+        self.push_screen(Prompt(f"bytes at 0x{at:x}: type hex (the bytes typed replace as many)", "7b 22", now,
+                                hint=f"file size {storage.size:,}; past the end extends the file"), done)
+
+    def _edit_header(self, session: EditSession, name: str) -> None:
+        from .prompt import Prompt
+
+        head = session.image.head
+        if name not in FIELD_NAMES or len(head) < 64:
+            self.notify("the file is shorter than the header: edit its bytes in the hex pane", severity="warning")
+            return
+        from ..format.document import Header
+
+        start, size = Header.field_span(name)
+        raw = bytes(head[start:start + size])
+        now = json.dumps(raw.decode("latin-1")) if name == "magic" else str(int.from_bytes(raw, "little"))
+
+        def done(text: str | None) -> None:
+            if text is not None:
+                self.apply_edit(f"header.{name}={text.strip()}")
+
+        hint = 'a JSON string of 8 characters ("ONEMODEL")' if name == "magic" else f"an integer (0x.. for hex), {size} bytes"
+        self.push_screen(Prompt(f"header.{name} =", "", now, hint=hint), done)
+
+    def _edit_manifest(self, session: EditSession, where: str) -> None:
+        from .edit_screens import JsonEditor
+
+        manifest = session.image.manifest
+        span = locate(bytes(manifest), where) if manifest is not None else None
+        if span is None:
+            self.notify(f"{safe_str(where, 120)} is not in the manifest's bytes", severity="warning", markup=False)
+            return
+        s, e = span
+        if e - s > MAX_VALUE:
+            self.notify(f"this value is {e - s:,} bytes: select a value inside it", severity="warning", markup=False)
+            return
+        try:
+            value = bytes(manifest[s:e]).decode("utf-8")
+        except UnicodeDecodeError:
+            self.notify("this value is not valid UTF-8: edit its bytes in the hex pane", severity="warning")
+            return
+
+        def done(text: str | None) -> None:
+            if text is not None:
+                self.apply_edit(f"{where}={text}")
+
+        self.push_screen(JsonEditor(where, value), done)
+
+    # ------------------------------------------------------------------ applying, undo, redo
+    def apply_edit(self, text: str) -> bool:
+        """Apply one edit (``--patch`` syntax) to the overlay and re-read it; False when it cannot be applied."""
+        session = self._session()
+        if session is None:
+            return False
+        try:
+            edit = session.apply(text)
+        except EditError as e:
+            self.notify(safe_str(str(e), 300), severity="error", markup=False)
+            return False
+        self.notify(f"edit {len(session.edits)}: {safe_str(str(edit), 120)}", timeout=3, markup=False)
+        self._recheck()
+        return True
+
+    def action_undo_edit(self) -> None:
+        session = self.edit_session
+        edit = session.undo() if session is not None else None
+        if edit is None:
+            self.notify("nothing to undo", timeout=2)
+            return
+        self.notify(f"undone: {safe_str(str(edit), 120)}", timeout=3, markup=False)
+        self._recheck()
+
+    def action_redo_edit(self) -> None:
+        session = self.edit_session
+        edit = session.redo() if session is not None else None
+        if edit is None:
+            self.notify("nothing to redo", timeout=2)
+            return
+        self.notify(f"redone: {safe_str(str(edit), 120)}", timeout=3, markup=False)
+        self._recheck()
+
+    def _recheck(self) -> None:
+        session = self.edit_session
+        assert session is not None
+        self._edit_generation += 1
+        self.edit_pending = True
+        self.query_one("#infobar", InfoBar).show(self._info_parts())
+        self._reread(session, session.storage(), self._edit_generation)
+
+    @work(thread=True, exclusive=True, group="edit-reread", exit_on_error=False)
+    def _reread(self, session: EditSession, storage, generation: int) -> None:
+        """Read the edited file in diagnose mode (off the UI thread); a newer edit drops the result."""
+        from ..format.reader import open_storage
+
+        worker = get_current_worker()
+        try:
+            doc = open_storage(session.path, storage, mode="diagnose")
+        except Exception as e:  # noqa: BLE001 - a reader bug: say so, keep the app up
+            if not worker.is_cancelled:
+                self.call_from_thread(self.notify, f"cannot read the edited file: {safe_str(str(e), 200)}",
+                                      severity="error", markup=False)
+            return
+        if worker.is_cancelled:
+            return
+        try:
+            self.call_from_thread(self._show_edited, doc, generation)
+        except Exception:  # app shutting down
+            pass
+
+    def _show_edited(self, doc, generation: int) -> None:
+        if generation != self._edit_generation:  # a newer edit is being read
+            return
+        old = self.document
+        change = verdict_change(_Problems(old), _Problems(doc))
+        where = self.current.where if self.current is not None else ""
+        hexv = self.query_one(HexView)
+        in_hex, cursor = hexv.has_focus, hexv.cursor
+        self.edit_pending = False
+        self.edit_change = {k: v["problems"] for k, v in change.items()}
+        self.load_document(doc)
+        if where:
+            self.reveal(where)
+        self._mark_problems()
+        if in_hex:
+            hexv.focus()
+            hexv.goto(min(cursor, max(0, hexv.file_size - 1)))
+
+    # ------------------------------------------------------------------ marks
+    def problem_marks(self) -> dict:
+        """For the problems screen: ``appeared`` (kind/where keys) and ``gone`` (the problems that disappeared)."""
+        ch = self.edit_change
+        if not ch:
+            return {}
+        return {"appeared": {_key(p) for p in ch["appeared"]}, "gone": list(ch["disappeared"])}
+
+    def _mark_problems(self) -> None:
+        """The tree's problems group: ``+`` before appeared problems, the disappeared ones after them (``-``)."""
+        ch = self.edit_change
+        if not ch or not (ch["appeared"] or ch["disappeared"]):
+            return
+        tree = self.query_one(StructureTree)
+        group = next((e for e in tree.roots if e.key == "problems"), None)
+        if group is None:
+            return
+        appeared = {_key(p) for p in ch["appeared"]}
+        gone = list(ch["disappeared"])
+        factory, problems = self.factory, list(self.document.problems)
+
+        def children() -> list[Entry]:
+            out = []
+            for p in problems:
+                e = factory.problem_entry(p)
+                if _key(p) in appeared:
+                    e.label = Text("+ ", style="bold red") + e.label
+                out.append(e)
+            for p in gone:
+                e = factory.problem_entry(p)
+                e.label = Text("- gone: ", style="bold green") + Text(e.label.plain, style="dim strike")
+                out.append(e)
+            return out
+
+        group.label = group.label + Text(f"  +{len(ch['appeared'])} -{len(gone)}", style="bold magenta")
+        group.children = children
+        tree.refresh_entry(group)
+
+    def edit_parts(self) -> list[tuple[Text, int, bool]]:
+        """The info bar's edit-mode part (nothing until the first edit)."""
+        session = self.edit_session
+        if session is None or not (session.edits or session.undone) or session.path != self.path:
+            return []
+        n = len(session.edits)
+        t = Text(f"  EDITED {n} edit{'s' if n != 1 else ''}", style="bold magenta")
+        if self.edit_pending:
+            t.append(" re-checking…", style="magenta")
+        elif self.edit_change:
+            t.append(f" +{len(self.edit_change['appeared'])} -{len(self.edit_change['disappeared'])} problems",
+                     style="magenta")
+        return [(t, 85, False)]
+
+    # ------------------------------------------------------------------ edit list, save as
+    def action_edit_list(self) -> None:
+        from .edit_screens import EditListScreen
+
+        session = self.edit_session
+        if session is None or not (session.edits or session.undone):
+            self.notify("no edits yet: E edits the selection", timeout=3)
+            return
+        stem = os.path.splitext(os.path.basename(session.path))[0]
+        self.push_screen(EditListScreen(session.edit_list(), [str(e) for e in reversed(session.undone)],
+                                        session.patch_command(f"{stem}.edited.onemodel")))
+
+    def action_save_as(self) -> None:
+        from .prompt import Prompt
+
+        session = self.edit_session
+        if session is None or not session.edits:
+            self.notify("no edits to save: E edits the selection", timeout=3)
+            return
+        root, ext = os.path.splitext(session.path)
+
+        def done(text: str | None) -> None:
+            if text and text.strip():
+                self._save(session, os.path.expanduser(text.strip()))
+
+        self.push_screen(Prompt("save the edited file as (a new file; never the file opened)", "",
+                                f"{root}.edited{ext or '.onemodel'}"), done)
+
+    @work(thread=True, exclusive=True, group="edit-save", exit_on_error=False)
+    def _save(self, session: EditSession, dst: str) -> None:
+        """Write the edited file (copies the data region: off the UI thread)."""
+        try:
+            session.save_as(dst)
+        except (FormatError, OSError) as e:
+            msg, severity = f"not saved: {safe_str(str(e), 300)}", "error"
+        else:
+            msg, severity = f"saved {len(session.edits)} edits to {safe_str(dst, 200)}", "information"
+        try:
+            self.call_from_thread(self.notify, msg, severity=severity, markup=False, timeout=6)
+        except Exception:  # app shutting down
+            pass
+
+    def edit_commands(self) -> Iterable[SystemCommand]:
+        yield SystemCommand("Edit", "Edit the selected header field, manifest value or hex bytes (E)", self.action_edit)
+        yield SystemCommand("Undo edit", "Take back the last edit (ctrl+z)", self.action_undo_edit)
+        yield SystemCommand("Redo edit", "Apply the last edit taken back (ctrl+y)", self.action_redo_edit)
+        yield SystemCommand("Edit list", "The edits in --patch syntax (L)", self.action_edit_list)
+        yield SystemCommand("Save edited file as", "Write the edited file to a new file (S)", self.action_save_as)
+
+
+class _Problems:
+    """A document's problems only (the findings of a re-read arrive later, in the background)."""
+
+    def __init__(self, doc) -> None:
+        self.problems = list(doc.problems) if doc is not None else []
+        self.findings: list = []
+

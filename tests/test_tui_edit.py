@@ -1,0 +1,290 @@
+"""Pilot tests of the viewer's edit mode (tui/edit_mode.py) and of the rule ids in its panes."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from textual.widgets import TextArea
+
+from onemodel_viewer.format.errors import Kind
+from onemodel_viewer.format.overlay import EditSession, OverlayStorage
+from onemodel_viewer.format.spec_rules import rule_of
+from onemodel_viewer.tui.app import make_app
+from onemodel_viewer.tui.detail_pane import DetailPane
+from onemodel_viewer.tui.edit_screens import EditListScreen, JsonEditor
+from onemodel_viewer.tui.hex_view import HexView
+from onemodel_viewer.tui.problems_screen import ProblemsScreen
+from onemodel_viewer.tui.prompt import Prompt
+from onemodel_viewer.tui.structure_tree import StructureTree
+
+ROOT = Path(__file__).resolve().parent.parent
+SHOWCASE = ROOT / "testdata" / "valid" / "showcase.onemodel"
+HOSTILE = ROOT / "testdata" / "hostile"
+SIZE = (120, 40)
+
+
+def aio(fn):
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        return asyncio.run(fn(*args, **kwargs))
+
+    return wrapper
+
+
+async def settle(pilot) -> None:
+    await pilot.pause()
+    await pilot.app.workers.wait_for_complete()
+    await pilot.pause()
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.fixture
+def model(tmp_path) -> Path:
+    """A private copy of the showcase model (the tests check it is never written)."""
+    if not SHOWCASE.exists():
+        pytest.skip("showcase.onemodel not generated yet")
+    p = tmp_path / "model.onemodel"
+    shutil.copyfile(SHOWCASE, p)
+    return p
+
+
+def problem_keys(doc) -> set:
+    return {(p.kind, p.where) for p in doc.problems}
+
+
+async def type_into_prompt(pilot, text: str) -> None:
+    assert isinstance(pilot.app.screen, Prompt)
+    inp = pilot.app.screen.query_one("#prompt-input")
+    inp.value = text
+    await pilot.press("enter")
+    await settle(pilot)
+
+
+def tree_labels(app) -> list[str]:
+    tree = app.query_one(StructureTree)
+    group = next(e for e in tree.roots if e.key == "problems")
+    node = tree.node_for(group)
+    tree.populate(node)
+    return [c.label.plain for c in node.children]
+
+
+# ---------------------------------------------------------------------------------------------
+# edits through the keys
+
+
+@aio
+async def test_edit_header_field_marks_problem_and_undo_redo(model):
+    before = digest(model)
+    app = make_app(str(model))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert not app.document.problems
+        app.reveal("header.flags")
+        await settle(pilot)
+        assert app.current.kind == "header"
+        await pilot.press("E")
+        await pilot.pause()
+        assert app.screen.query_one("#prompt-input").value == "0"  # the decoded value
+        await type_into_prompt(pilot, "1")
+        assert problem_keys(app.document) == {(Kind.UNSUPPORTED, "header.flags")}
+        assert app.edit_session.edit_list() == ["header.flags=1"]
+        assert [p.where for p in app.edit_change["appeared"]] == ["header.flags"]
+        labels = tree_labels(app)
+        assert labels[0].startswith("+ Unsupported header.flags")
+        assert "EDITED 1 edit +1 -0 problems" in app.query_one("#infobar").render().plain
+        assert app.current.where == "header.flags"  # the selection is kept
+        await pilot.press("ctrl+z")
+        await settle(pilot)
+        assert not app.document.problems
+        assert [p.where for p in app.edit_change["disappeared"]] == ["header.flags"]
+        assert any(lab.startswith("- gone: Unsupported header.flags") for lab in tree_labels(app))
+        await pilot.press("ctrl+y")
+        await settle(pilot)
+        assert problem_keys(app.document) == {(Kind.UNSUPPORTED, "header.flags")}
+    assert digest(model) == before
+
+
+@aio
+async def test_edit_manifest_value_validated_as_json(model):
+    before = digest(model)
+    app = make_app(str(model))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        node = app.document.model.graph.nodes[1]
+        app.reveal(node.where)
+        await settle(pilot)
+        # a value inside the node: the node's first input name
+        target = f"{node.where}.inputs[0]"
+        app.current = type(app.current)("value", app.current.label, where=target)
+        await pilot.press("E")
+        await pilot.pause()
+        assert isinstance(app.screen, JsonEditor)
+        area = app.screen.query_one(TextArea)
+        assert area.text.startswith('"')  # the JSON text of the value as the file has it
+        area.text = '"no such value'  # not JSON: refused, the editor stays
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        assert isinstance(app.screen, JsonEditor)
+        assert "not JSON" in str(app.screen.query_one("#json-error").render())
+        area.text = '"no such value"'
+        await pilot.press("ctrl+s")
+        await settle(pilot)
+        assert not isinstance(app.screen, JsonEditor)
+        assert app.edit_session.edit_list() == [f'{target}="no such value"']
+        assert (Kind.INVALID_MODEL, target) in problem_keys(app.document)
+        assert [p.where for p in app.edit_change["appeared"]] == [target]
+    assert digest(model) == before
+
+
+@aio
+async def test_edit_bytes_in_hex_pane(model):
+    before = digest(model)
+    app = make_app(str(model))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        hexv = app.query_one(HexView)
+        hexv.focus()
+        hexv.goto(0)
+        await pilot.pause()
+        await pilot.press("E")
+        await pilot.pause()
+        assert app.screen.query_one("#prompt-input").value == "4f 4e 45 4d 4f 44 45 4c"  # ONEMODEL
+        await type_into_prompt(pilot, "58")
+        assert app.edit_session.edit_list() == ["bytes@0x0=58"]
+        assert (Kind.MALFORMED, "header.magic") in problem_keys(app.document)
+        assert app.query_one(HexView).storage.read(0, 8) == b"XNEMODEL"  # the hex pane shows the overlay
+        assert app.query_one(HexView).has_focus
+    assert digest(model) == before
+
+
+@aio
+async def test_bad_edit_is_refused_and_nothing_changes(model):
+    app = make_app(str(model))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        doc = app.document
+        assert app.apply_edit("manifest.graph.nodes[999999].name=\"x\"") is False
+        await settle(pilot)
+        assert app.document is doc and app.edit_session.edits == []
+
+
+@aio
+async def test_edit_list_matches_patch_and_save_as(model, tmp_path):
+    before = digest(model)
+    app = make_app(str(model))
+    edits = ['manifest.graph.nodes[0].name="renamed"', "header.reserved=7", "bytes@0x41=20"]
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        for e in edits:
+            assert app.apply_edit(e)
+            await settle(pilot)
+        await pilot.press("L")
+        await pilot.pause()
+        assert isinstance(app.screen, EditListScreen)
+        assert app.screen.edits == edits
+        assert app.screen.command.startswith("onemodel-view --patch ")
+        await pilot.press("escape")
+        await pilot.pause()
+        # save-as refuses the input file under its own name, a symlink and a hard link
+        link, hard = tmp_path / "link.onemodel", tmp_path / "hard.onemodel"
+        os.symlink(model, link)
+        os.link(model, hard)
+        for name in (str(model), str(link), str(hard)):
+            await pilot.press("S")
+            await pilot.pause()
+            await type_into_prompt(pilot, name)
+            assert digest(model) == before
+        assert os.path.islink(link)
+        out = tmp_path / "out.onemodel"
+        await pilot.press("S")
+        await pilot.pause()
+        await type_into_prompt(pilot, str(out))
+        await settle(pilot)
+    assert digest(model) == before
+    patched = tmp_path / "patched.onemodel"
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    r = subprocess.run([sys.executable, "-m", "onemodel_viewer", "--patch", str(model), str(patched), *edits],
+                       capture_output=True, env=env)
+    assert r.returncode == 0, r.stderr
+    assert out.read_bytes() == patched.read_bytes()
+    assert digest(model) == before
+
+
+@aio
+async def test_problems_screen_marks_appeared_and_gone(tmp_path):
+    src = HOSTILE / "InvalidModel-cycle-self.onemodel"
+    model = tmp_path / "m.onemodel"
+    shutil.copyfile(src, model)
+    app = make_app(str(model))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        first = app.document.problems[0]
+        assert first.where == "manifest.graph.nodes[4]"
+        assert app.apply_edit('manifest.graph.nodes[4]=null')  # the node of the cycle goes...
+        assert app.apply_edit("header.flags=1")  # ...and a header problem comes (the last edit wins the race)
+        await settle(pilot)
+        assert problem_keys(app.document) == {(Kind.UNSUPPORTED, "header.flags")}
+        await pilot.press("p")
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, ProblemsScreen)
+        kinds = [str(screen.query_one("#problems-table").get_row_at(i)[0]) for i in range(len(screen.records))]
+        assert kinds[:2] == ["+ Unsupported", "- InvalidModel"]
+        assert [p.where for p in screen.gone] == [first.where]
+
+
+def test_overlay_reads_match_the_written_file(model, tmp_path):
+    """The overlay's bytes (the reader's and the hex pane's view) are the bytes save-as writes."""
+    s = EditSession(str(model))
+    s.apply('manifest.graph.doc="a longer doc string than before, so the data region moves by 64"')
+    s.apply(f"bytes@{s.image.size - 2}=ff")  # a patch over the data region (the last tensor's bytes)
+    st = s.storage()
+    assert isinstance(st, OverlayStorage)
+    out = tmp_path / "o.onemodel"
+    s.save_as(str(out))
+    data = out.read_bytes()
+    assert st.size == len(data)
+    assert st.read(0, st.size) == data
+    for off, n in ((0, 64), (len(st.front) - 3, 10), (len(data) - 5, 5)):
+        assert st.read(off, n) == data[off:off + n]
+        assert bytes(st.view(off, n)) == data[off:off + n]
+    doc = s.document()
+    assert not doc.problems
+    for t in doc.model.graph.initializers:
+        if t.length and t.file_offset is not None and not t.is_string:
+            assert bytes(t.raw()) == data[t.file_offset:t.file_offset + t.length]
+    assert data[-2] == 0xFF
+    s.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# rule ids in the panes
+
+
+@aio
+async def test_rule_in_detail_and_problems_panes():
+    """The problems and detail panes name the rule as --check does (section and id)."""
+    path = HOSTILE / "InvalidModel-cycle-self.onemodel"
+    app = make_app(str(path))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        prob = app.document.problems[0]
+        rule = rule_of(prob)
+        assert rule is not None
+        lines = app.query_one(DetailPane).plain_lines()  # the first problem is shown at open
+        assert any(ln.startswith("rule") and rule.label() in ln for ln in lines), lines
+        await pilot.press("p")
+        await pilot.pause()
+        row = app.screen.query_one("#problems-table").get_row_at(0)
+        assert f"rule: {rule.label()}" in row[3].plain
