@@ -286,3 +286,63 @@ def test_summary_cli_top_option(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["--diff", "a", "b", "--top", "3"])  # --top without --summary
     assert "--top goes with --diff --summary" in capsys.readouterr().err
+
+
+_KERNEL_PROBE = r"""
+import json, sys
+import numpy as np
+from onemodel_viewer.analysis import diff_tensors as T
+from onemodel_viewer.format.dtypes import DTYPES, encode
+from onemodel_viewer.format.schema import Tensor
+from onemodel_viewer.format.storage import BytesStorage
+rng = np.random.default_rng(17)
+out = []
+for code in (1, 10, 16):  # float32, float16, bfloat16: the float32 fast path
+    x = rng.standard_normal(300_000) * 0.3
+    y = x * (1 + 0.01 * rng.standard_normal(x.size))
+    pair = []
+    for v in (x, y):
+        data = encode(v.astype(DTYPES[code].numpy), DTYPES[code])
+        pair.append(Tensor("t", code, (v.size,), length=len(data), file_offset=0, storage=BytesStorage(data)))
+    d = T.compare_data(*pair)
+    out.append([float(d.sum_aa).hex(), float(d.sum_bb).hex(), float(d.sum_ab).hex(), float(d.sum_dd).hex(),
+                float(d.sum_abs).hex()])
+print(json.dumps(out))
+"""
+
+
+def _openblas_kernels() -> list[str | None]:
+    """``OPENBLAS_CORETYPE`` values this CPU can run (None = OpenBLAS's own choice)."""
+    kernels: list[str | None] = [None]
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = set(next((line.split(":", 1)[1].split() for line in f if line.startswith("flags")), []))
+    except OSError:
+        return kernels
+    if {"avx2", "fma"} <= flags:
+        kernels.append("Haswell")
+    if {"avx512f", "avx512bw", "avx512dq", "avx512vl"} <= flags:
+        kernels.append("SkylakeX")
+    return kernels
+
+
+@pytest.mark.slow
+def test_metrics_do_not_depend_on_the_blas_kernel():
+    """The same sums, to the bit, under every OpenBLAS kernel this CPU runs.
+
+    Broke under OPENBLAS_CORETYPE=SkylakeX: the float32 row products were np.vecdot, which calls
+    OpenBLAS's sdot, so --diff --json printed other last digits than under Haswell. The kernel is
+    chosen when numpy is imported: one interpreter per kernel."""
+    import os
+    import subprocess
+    import sys
+
+    results = {}
+    for kernel in _openblas_kernels():
+        env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_CORETYPE"}
+        if kernel is not None:
+            env["OPENBLAS_CORETYPE"] = kernel
+        proc = subprocess.run([sys.executable, "-c", _KERNEL_PROBE], env=env, capture_output=True, text=True, check=True)
+        results[kernel] = json.loads(proc.stdout)
+    first = next(iter(results.values()))
+    assert all(r == first for r in results.values()), results
