@@ -330,3 +330,28 @@ async def test_shape_inference_reuses_one_helper_process_across_reloads(viewer, 
         await viewer.select(pilot, node(app, "relu0").where)
         assert app.insight.inferred is not None and not app.insight.inferred.error
         assert shapes.inference_helper().pid == pid
+
+
+async def test_neighbourhood_screen_is_reused_for_the_next_node(viewer, models):
+    """Each press of a made a new screen (~270 ms of compose and mount); the second press reuses it."""
+    async with viewer(models["constant_weights"]) as pilot:
+        app = pilot.app
+        await viewer.select(pilot, node(app, "matmul1").where)
+        await pilot.press("a")
+        await viewer.settle(pilot)
+        first = app.screen
+        assert isinstance(first, NeighbourhoodScreen)
+        await pilot.press("plus", "escape")
+        await viewer.settle(pilot)
+        await viewer.select(pilot, node(app, "matmul2").where)
+        await pilot.press("a")
+        await viewer.settle(pilot)
+        assert app.screen is first
+        view = first.query_one(NeighbourhoodView)
+        assert view.selected_box.name == "matmul2" and view.has_focus
+        assert min(view.nb.levels) == -2  # the levels chosen last time
+        title = str(first.query_one("#nb-title").render())
+        assert "Relu" not in title.split("   ")[0] and "matmul2" in title
+        await pilot.press("enter")
+        await viewer.settle(pilot)
+        assert app.current.obj.name == "matmul2"

@@ -31,7 +31,7 @@ from textual.binding import Binding
 from textual.message import Message
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.widgets import Footer, Tree
+from textual.widgets import Tree
 from textual.worker import get_current_worker
 
 from ..analysis.facts import Facts
@@ -48,6 +48,7 @@ from .detail_pane import DetailPane
 from .edit_mode import EditActions
 from .byte_inspector import ByteInspector
 from .entries import Entry, EntryFactory
+from .footer import ScreenFooter
 from .hex_view import HexView
 from .insight import Insight, InsightActions
 from .locate import ManifestSpans
@@ -161,7 +162,7 @@ class OneModelApp(BackgroundWork, SearchActions, InsightActions, EditActions, Ap
                 yield StatsPanel(id="stats", classes="hidden")
                 yield HexView(id="hex")
                 yield ByteInspector(id="inspector", classes="hidden")
-        yield Footer()
+        yield ScreenFooter()
 
     def on_mount(self) -> None:
         self.query_one("#tree").border_title = "Structure"

@@ -306,10 +306,26 @@ class Insight:
         return lines
 
 
+def node_index(g: Graph, e: Entry) -> int | None:
+    """The index of the node entry ``e`` in ``g.nodes`` (its where path ends with it; else a scan)."""
+    nodes = g.nodes
+    where_of = getattr(nodes, "where_of", None)
+    head, _, tail = e.where.rpartition("[")
+    if where_of is not None and head and tail.endswith("]") and tail[:-1].isdigit():
+        i = int(tail[:-1])
+        if i < len(nodes) and where_of(i) == e.where:
+            return i
+    if where_of is not None:
+        return next((i for i in range(len(nodes)) if where_of(i) == e.where), None)
+    return next((i for i, n in enumerate(nodes) if n is e.obj), None)
+
+
 class InsightActions:
     """The app's actions for the insight keys (mixed into :class:`~.app.OneModelApp`)."""
 
     insight: Insight | None = None
+    _neighbourhood_screen = None
+    """The ``a`` screen, made on the first press and reused (``NeighbourhoodScreen``)."""
 
     # -- helpers
     def refresh_detail(self) -> None:
@@ -413,10 +429,8 @@ class InsightActions:
             self._warn("select a node of a graph first")
             return
         g = e.graph
-        try:
-            index = next(i for i in range(len(g.nodes)) if g.nodes.where_of(i) == e.where) \
-                if hasattr(g.nodes, "where_of") else next(i for i, n in enumerate(g.nodes) if n is e.obj)
-        except StopIteration:
+        index = node_index(g, e)
+        if index is None:
             self._warn("this node is not in its graph's node list")
             return
 
@@ -424,7 +438,13 @@ class InsightActions:
             if where:
                 self.reveal(where)  # type: ignore[attr-defined]
 
-        self.push_screen(NeighbourhoodScreen(g, index, self.facts, self.insight), done)  # type: ignore[attr-defined]
+        screen = self._neighbourhood_screen
+        if screen is None:  # one instance, installed: a new screen per press took ~270 ms to compose and mount
+            screen = self._neighbourhood_screen = NeighbourhoodScreen(g, index, self.facts, self.insight)
+            self.install_screen(screen, "insight-neighbourhood")  # type: ignore[attr-defined]
+        else:
+            screen.show_node(g, index, self.facts, self.insight)
+        self.push_screen(screen, done)  # type: ignore[attr-defined]
 
     def action_toggle_inspector(self) -> None:
         from .byte_inspector import ByteInspector

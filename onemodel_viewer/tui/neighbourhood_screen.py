@@ -3,6 +3,12 @@
 Keys: arrows move along edges, ``+``/``-`` show more / fewer levels, space re-centres on the
 selected node, enter selects it in the tree (closing the screen), escape closes. The status line
 lists the selected box's edges in full (value, type, the box at the other end).
+
+The app keeps one instance (installed, so closing it does not remove its widgets) and
+:meth:`NeighbourhoodScreen.show_node` points it at the next node (a new screen per press is
+Textual's compose and mount each time: ~500 ms against ~110 ms reused, at a load of 13, by
+``benchmarks/neighbourhood_key.py``). It has no Footer (the status line lists the keys): a
+Footer is rebuilt on every push.
 """
 
 from __future__ import annotations
@@ -11,7 +17,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import ModalScreen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from ..analysis.neighbourhood import Neighbourhood, neighbourhood
 from ..format.schema import Graph
@@ -52,11 +58,21 @@ class NeighbourhoodScreen(ModalScreen[str | None]):
         return neighbourhood(self.graph, self.index, self.facts, up=self.levels, down=self.levels,
                              used_by=used_by, infer=infer)
 
+    def show_node(self, graph: Graph, index: int, facts, insight=None) -> None:
+        """Show the neighbourhood of ``graph.nodes[index]`` (the same number of levels as last time)."""
+        self.graph, self.index, self.facts, self.insight = graph, index, facts, insight
+        if self.is_mounted:
+            self._redraw()
+        else:
+            self.nb = self._compute()
+
+    def on_screen_resume(self) -> None:
+        self.query_one(NeighbourhoodView).focus()
+
     def compose(self) -> ComposeResult:
         yield Static(id="nb-title", classes="insight-title")
         yield NeighbourhoodView(self.nb, id="nb-canvas")
         yield Static(id="nb-status", classes="insight-status")
-        yield Footer()
 
     def on_mount(self) -> None:
         self.query_one(NeighbourhoodView).focus()
@@ -103,7 +119,7 @@ class NeighbourhoodScreen(ModalScreen[str | None]):
                     t.append(" (inside a subgraph)", style="yellow")
             if len(edges) > 4:
                 t.append(f" (+{len(edges) - 4})", style="dim")
-        t.append("\n↑↓ along edges · ←→ in a layer · +/- levels · space re-centre · enter select in tree", style="dim")
+        t.append("\n↑↓ along edges · ←→ in a layer · +/- levels · space re-centre · enter select in tree · esc close", style="dim")
         self.query_one("#nb-status", Static).update(t)
 
     def action_levels(self, delta: int) -> None:

@@ -72,6 +72,7 @@ class NeighbourhoodView(Widget, can_focus=True):
 
     def __init__(self, nb: Neighbourhood, *, id: str | None = None) -> None:
         super().__init__(id=id)
+        self._style_cache: dict[str, Style] | None = None
         self.top = 0
         self.left = 0
         self.set_neighbourhood(nb)
@@ -102,10 +103,16 @@ class NeighbourhoodView(Widget, can_focus=True):
 
     # -- drawing
     def _styles(self) -> dict[str, Style]:
-        base = self.rich_style
-        out = {k[4:]: base + self.get_component_rich_style(k, partial=True) for k in self.COMPONENT_CLASSES}
-        out["base"] = base
-        return out
+        if self._style_cache is None:  # once per style change, not per line (a third of a redraw)
+            base = self.rich_style
+            out = {k[4:]: base + self.get_component_rich_style(k, partial=True) for k in self.COMPONENT_CLASSES}
+            out["base"] = base
+            self._style_cache = out
+        return self._style_cache
+
+    def notify_style_update(self) -> None:
+        self._style_cache = None
+        super().notify_style_update()
 
     def _label(self, b: int) -> tuple[str, bool]:
         """The edges coming into ``b``: ``▼ value type · value type``, ``⇣`` first when one is a subgraph read."""
