@@ -99,7 +99,7 @@ class Driver:
                 yield r
             self.between()  # the file may have been withdrawn during the last chunk: zeros must not pass as data
             return
-        pool = _pool(self.threads)
+        pool = shared_pool(self.threads)
         window: deque = deque()
         try:
             it = iter(chunks)
@@ -135,7 +135,7 @@ _pools: dict[int, ThreadPoolExecutor] = {}
 _pools_lock = threading.Lock()
 
 
-def _pool(threads: int) -> ThreadPoolExecutor:
+def shared_pool(threads: int) -> ThreadPoolExecutor:
     """A process-wide pool per thread count (created once: no thread start-up per tensor)."""
     with _pools_lock:
         pool = _pools.get(threads)
