@@ -18,6 +18,8 @@ CORE = [
     "onemodel_viewer.analysis.diff",
     "onemodel_viewer.analysis.facts",
     "onemodel_viewer.analysis.search",
+    "onemodel_viewer.analysis.byte_diff",
+    "onemodel_viewer.analysis.diff_search",
     "onemodel_viewer.analysis.tensor_spans",
 ]
 

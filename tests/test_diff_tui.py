@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 
+import pytest
+
 
 from onemodel_viewer.format.document import Document
 from onemodel_viewer.format.storage import BytesStorage
@@ -54,10 +56,11 @@ async def _diff_viewer_shows_differences_and_jumps_hex():
         assert any("5.0" in line and "A" in line for line in lines)
         assert any("-5.0" in line for line in lines)
         assert any("1 of 12 elements differ" in line for line in lines)
-        # both hex panes sit on the first differing byte (element 5 = byte 20), 4 bytes highlighted
+        # both hex panes on the first differing element (element 5 = bytes 20..23, highlighted), the cursor on
+        # its byte that differs (23: the sign bit)
         for hid in ("#hex-a", "#hex-b"):
             hv = app.query_one(hid, HexView)
-            assert hv.cursor == 20
+            assert hv.cursor == 23
             assert hv.highlight == (20, 24)
         labels = _tree_labels(tree)
         assert any(label.startswith("~ graph") for label in labels)
@@ -112,14 +115,17 @@ async def _unreadable_file_is_reported_not_raised(tmp_path):
         assert app.result is None
 
 
-def test_diff_viewer_snapshot(snap_compare):
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)], ids=["80x24", "120x40"])
+def test_diff_viewer_snapshot(snap_compare, size):
+    """The diff screen: the keys in the footer, the hex panes on the differing byte (marked, ≠ and the owner
+    under each pane), no horizontal scrollbar eating a row."""
     a, b = _docs()
 
     async def run_before(pilot):
         await pilot.app.workers.wait_for_complete()
         await pilot.pause()
 
-    assert snap_compare(make_diff_app(a, b), terminal_size=(110, 34), run_before=run_before)
+    assert snap_compare(make_diff_app(a, b), terminal_size=size, run_before=run_before)
 
 
 def test_diff_viewer_shows_differences_and_jumps_hex():

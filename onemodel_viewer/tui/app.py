@@ -414,32 +414,16 @@ class OneModelApp(BackgroundWork, SearchActions, InsightActions, EditActions, Ap
         self.theme = "textual-light" if self.current_theme.dark else "textual-dark"
 
     def action_goto(self) -> None:
-        from .prompt import Prompt, parse_offset
+        from .prompt import ask_offset
 
-        hexv = self.query_one(HexView)
-
-        def done(text: str | None) -> None:
-            if text is None:
-                return
-            off = parse_offset(text, hexv.file_size, hexv.cursor)
-            if off is None or not 0 <= off < max(1, hexv.file_size):
-                self.notify(f"not an offset in this file: {safe_str(text, 40)}", severity="warning", markup=False)
-                return
-            hexv.goto(off)
-            hexv.focus()
-
-        self.push_screen(Prompt("Go to offset", "0x1a40, 6720, +64, end, 50%",
-                                hint=f"file size {hexv.file_size:,} (0x{hexv.file_size:x})"), done)
+        ask_offset(self, self.query_one(HexView))
 
     def action_stats(self) -> None:
         e = self.current
         if e is None or e.kind != "tensor":
             self.notify("select a tensor first", severity="warning")
             return
-        panel = self.query_one(StatsPanel)
-        panel.remove_class("hidden")
-        if panel.cached(e.obj) is None:
-            panel.show_tensor(e.obj, force=True)
+        self.query_one(StatsPanel).compute_now(e.obj)
 
     def action_cancel_stats(self) -> None:
         if self.query_one(StatsPanel).cancel():

@@ -18,7 +18,6 @@ tensor's detail shows its metrics and a histogram of b − a.
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from typing import Any
@@ -31,49 +30,21 @@ from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.widgets import Footer, Static
 
-from ..analysis.diff import ADDED, CHANGED, EQUAL, REMOVED, DiffCancelled, DiffNode, DiffResult, Difference, StagedDiff
+from ..analysis.diff import ADDED, CHANGED, REMOVED, DiffCancelled, DiffNode, DiffResult, StagedDiff
 from ..format.document import Document
-from ..format.schema import Node, SparseTensor, Tensor, ValueInfo
 from .detail_pane import DetailPane
-from .diff_tree import MARKERS, DiffTree, describe
+from .diff_actions import DiffActions
+from .diff_detail import difference_lines, histogram_lines, record_lines
+from .diff_hex import HexPair
+from .diff_panes import HexPanes
+from .diff_tree import MARKERS, DiffTree
 from .hex_view import HexView
 from .safe import human_size, safe_str, safe_text
+from .search import SearchActions
+from .stats_panel import StatsPanel
 
 
-def _value_text(v: Any) -> str:
-    import json
-
-    if v is None:
-        return "—"
-    if isinstance(v, str):
-        return v
-    return json.dumps(v, ensure_ascii=False)
-
-
-def _record_lines(side: str, rec: Any) -> list[Text]:
-    """What one side holds for the selected entry."""
-    head = Text(f"{side}  ", style="bold")
-    if rec is None:
-        return [head + Text("(absent)", style="dim")]
-    if isinstance(rec, Node):
-        t = head + safe_text(rec.op) + Text("  ") + safe_text(rec.name or "(unnamed)", style="dim")
-        lines = [t]
-        lines.append(Text("    in   ") + safe_text(", ".join(rec.inputs) or "—"))
-        lines.append(Text("    out  ") + safe_text(", ".join(rec.outputs) or "—"))
-        return lines
-    if isinstance(rec, Tensor):
-        t = head + safe_text(rec.name or "(unnamed)") + Text("  " + rec.type_str())
-        if rec.file_offset is not None and not rec.is_string:
-            t.append(f"  {human_size(rec.length)} @0x{rec.file_offset:x}", style="dim")
-        return [t]
-    if isinstance(rec, SparseTensor):
-        return [head + safe_text(rec.name or "(unnamed)") + Text("  sparse " + rec.values.type_str())]
-    if isinstance(rec, ValueInfo):
-        return [head + safe_text(rec.name) + Text("  " + (str(rec.type) if rec.type is not None else "?"))]
-    return [head + safe_text(describe(DiffNode("", "", EQUAL, rec, rec)) or type(rec).__name__)]
-
-
-class DiffApp(App[int]):
+class DiffApp(HexPanes, DiffActions, SearchActions, App[int]):
     """Side-by-side comparison of two model files."""
 
     TITLE = "onemodel-view diff"
@@ -84,28 +55,49 @@ class DiffApp(App[int]):
     #tree { width: 45%; min-width: 30; border: round $primary; }
     #right { width: 1fr; }
     #detail { height: 1fr; border: round $secondary; }
-    .hexbox { height: 1fr; border: round $secondary; }
+    .hexbox { height: 1fr; border: round $secondary; border-subtitle-align: left; }
     #tree:focus, #detail:focus, .hexbox:focus-within { border: round $accent; }
+    #stats-row { height: auto; }
+    #stats-row.hidden, #stats-row > .hidden { display: none; }
+    #stats-row > StatsPanel { width: 1fr; border: round $secondary; padding: 0 1; }
     """
 
     BINDINGS = [
         Binding("q", "quit", "Quit"),
         Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
-        Binding("f", "toggle_filter", "Only differences"),
+        Binding("question_mark", "help", "Help"),
+        Binding("slash", "search", "Search"),
         Binding("n", "next_difference(1)", "Next diff"),
-        Binding("N", "next_difference(-1)", "Prev diff", key_display="N"),
-        Binding("m", "most_changed", "Most changed"),
-        Binding("c", "cancel_weights", "Cancel"),
+        Binding("N", "next_difference(-1)", "Prev", key_display="N"),
+        Binding("f", "toggle_filter", "Only diffs"),
+        Binding("g", "goto", "Go to"),
+        Binding("s", "stats", "Stats"),
+        Binding("p", "problems", "Problems"),
+        Binding("d", "next_byte(1)", "Next byte"),
+        Binding("D", "next_byte(-1)", "Prev byte", show=False),
+        Binding("l", "toggle_lock", "Lock hex", show=False),
+        Binding("right_square_bracket", "next_match(1)", "Next match", show=False),
+        Binding("left_square_bracket", "next_match(-1)", "Prev match", show=False),
+        Binding("F", "search_results", "Matches", show=False),
+        Binding("m", "most_changed", "Most changed", show=False),
+        Binding("c", "cancel", "Cancel", show=False),
         Binding("tab", "focus_next", "Focus", show=False),
     ]
     """
     | Key | Description |
     | :- | :- |
     | q, ctrl+c | Quit (the comparison still running is cancelled). |
-    | f | Show only differences / everything. |
+    | ? | Help: keys and colours. |
+    | / , ] / [, F | Search both models; next / previous match; every match. |
     | n / N | Next / previous difference. |
+    | f | Show only differences / everything. |
+    | g | Go to an offset in the focused hex pane (both when locked). |
+    | s | Statistics of the selected tensor, A and B. |
+    | p | Problems and findings of both files. |
+    | d / D | Both hex panes to the next / previous differing byte. |
+    | l | Lock the hex panes together / move each alone. |
     | m | Changed tensors by how much they moved (rel_l2). |
-    | c | Cancel the comparison of tensor values still running. |
+    | c | Cancel the comparison of tensor values still running (else statistics, byte search). |
     """
 
     class StructureReady(Message):
@@ -168,6 +160,12 @@ class DiffApp(App[int]):
         self._auto_cursor: DiffNode | None = None
         """The entry the app put the cursor on (moved to the first difference again when the weights are done)."""
         self._hists: dict[int, Any] = {}
+        self._reset_search()
+        self.current_entry: DiffNode | None = None
+        """The entry shown in the detail pane."""
+        self.stats_on = False
+        """``s`` was pressed: both sides' statistics follow the selected tensor."""
+        self._seek_cancel: threading.Event | None = None
 
     # ------------------------------------------------------------------ layout
     def compose(self) -> ComposeResult:
@@ -176,6 +174,9 @@ class DiffApp(App[int]):
             yield DiffTree(id="tree")
             with Vertical(id="right"):
                 yield DetailPane(id="detail")
+                with Horizontal(id="stats-row", classes="hidden"):
+                    yield StatsPanel(id="stats-a")
+                    yield StatsPanel(id="stats-b")
                 with Vertical(classes="hexbox", id="hexbox-a"):
                     yield HexView(id="hex-a")
                 with Vertical(classes="hexbox", id="hexbox-b"):
@@ -187,6 +188,12 @@ class DiffApp(App[int]):
         self.query_one("#hexbox-b").border_title = "B " + safe_str(self.paths[1], 60)
         self.query_one("#tree").border_title = "Diff"
         self.query_one("#detail").border_title = "Detail"
+        self.query_one("#stats-a").border_title = "Statistics A"
+        self.query_one("#stats-b").border_title = "Statistics B"
+        a, b = self.query_one("#hex-a", HexView), self.query_one("#hex-b", HexView)
+        self.pair = HexPair(a, b)
+        self.watch(a, "scroll_y", self._scrolled_a, init=False)
+        self.watch(b, "scroll_y", self._scrolled_b, init=False)
         self.query_one(DiffTree).focus()
         self._compute()
 
@@ -319,7 +326,7 @@ class DiffApp(App[int]):
         self._collect()
         cur = tree.cursor_node.data if tree.cursor_node is not None else None
         if cur is not None and any(n is cur or self._is_below(n, cur) for n in message.nodes):
-            self._show(cur)
+            self.show_entry(cur)
 
     @staticmethod
     def _is_below(node: DiffNode, anc: DiffNode) -> bool:
@@ -340,6 +347,7 @@ class DiffApp(App[int]):
         r = message.result
         assert r is not None
         first_time = self.result is None
+        self._search_index = None  # built from this result on the next search
         if not first_time or self._phase == "open":
             self._phase = "done"
         self.result = r
@@ -354,9 +362,9 @@ class DiffApp(App[int]):
             if self._diff_nodes and (cur is None or cur is self._auto_cursor):
                 self._auto_cursor = self._diff_nodes[0]
                 tree.reveal(self._diff_nodes[0])
-                self._show(self._diff_nodes[0])
+                self.show_entry(self._diff_nodes[0])
             elif cur is not None:
-                self._show(cur)
+                self.show_entry(cur)
             return
         from .bytemap import ByteMap
 
@@ -368,34 +376,17 @@ class DiffApp(App[int]):
         self._auto_cursor = self._diff_nodes[0] if self._diff_nodes else None
         if self._diff_nodes:
             tree.reveal(self._diff_nodes[0])
-        self._show(self._diff_nodes[0] if self._diff_nodes else None)
+        self.show_entry(self._diff_nodes[0] if self._diff_nodes else None)
 
     # ------------------------------------------------------------------ selection
     def on_tree_node_highlighted(self, event: DiffTree.NodeHighlighted) -> None:
         if event.node.data is not None:
-            self._show(event.node.data)
+            self.show_entry(event.node.data)
 
-    def _set_hex_source(self, side: str, hid: str, storage, tensor: Tensor | None = None) -> None:
-        if self._hex_source.get(side) is storage:
-            return
-        self._hex_source[side] = storage
-        bm = None
-        doc = self.docs[0 if side == "a" else 1] if self.docs else None
-        path = self.paths[0 if side == "a" else 1]
-        title = side.upper() + " " + safe_str(path, 60)
-        if doc is not None and storage is doc.storage:
-            bm = self._bytemaps.get(side)
-        elif getattr(storage, "path", None):
-            spath = str(storage.path)  # type: ignore[attr-defined]
-            if os.path.abspath(spath) != os.path.abspath(path):
-                title += " · external " + safe_str(spath, 50)
-        elif tensor is not None:
-            title += " · bytes of " + safe_str(tensor.name or "(unnamed)", 40) + " (offsets in the tensor)"
-        box = self.query_one("#hexbox-" + side)
-        box.border_title = title
-        self.query_one(hid, HexView).set_source(storage, bm)
-
-    def _show(self, dn: DiffNode | None) -> None:
+    def show_entry(self, dn: DiffNode | None) -> None:
+        """``dn`` in the detail pane (both sides), the hex panes and, once ``s`` was pressed, the statistics."""
+        self.current_entry = dn
+        self.show_stats(dn)
         pane = self.query_one(DetailPane)
         if dn is None:
             lines = [(Text("no differences" if self.result and self.result.equal else ""), None)]
@@ -408,67 +399,24 @@ class DiffApp(App[int]):
         lines: list[tuple[Text, Any]] = []
         lines.append((Text(f"{mark} {dn.status}  ", style=style + " bold") + safe_text(dn.where or "(model)", limit=200),
                       None))
-        for t in _record_lines("A", dn.a):
+        for t in record_lines("A", dn.a):
             lines.append((t, None))
-        for t in _record_lines("B", dn.b):
+        for t in record_lines("B", dn.b):
             lines.append((t, None))
         for d in dn.differences:
-            lines.extend(self._difference_lines(dn, d))
+            lines.extend(difference_lines(dn, d, self._histogram_lines))
         below = sum(len(n.differences) for n in dn.walk()) - len(dn.differences)
         if below:
             lines.append((Text(f"{below} more difference(s) inside (n: next)", style="dim"), None))
         pane.show(lines)
         self._jump_hex(dn)
 
-    def _difference_lines(self, dn: DiffNode, d: Difference) -> list[tuple[Text, Any]]:
-        suffix = d.where[len(dn.where):] if d.where.startswith(dn.where) else d.where
-        mark, style = MARKERS.get(d.change, ("?", ""))
-        head = Text(f"{mark} ", style=style + " bold") + safe_text(suffix or "(value)", limit=120)
-        head.append(f"  {d.change}", style=style)
-        out: list[tuple[Text, Any]] = [(head, None)]
-        out.append((Text("    A  ", style="bold") + safe_text(_value_text(d.a), limit=200), None))
-        out.append((Text("    B  ", style="bold") + safe_text(_value_text(d.b), limit=200), None))
-        det = d.detail or {}
-        if "differing" in det:
-            t = Text(f"    {det['differing']:,}" + (f" of {det['count']:,}" if "count" in det else "") + " elements differ")
-            if "first_index" in det:
-                t.append("; first at [" + ",".join(map(str, det["first_index"])) + "]")
-            for k in ("max_abs", "max_rel"):
-                if k in det:
-                    v = det[k]
-                    t.append(f"; {k.replace('_', ' ')} " + (f"{v:.6g}" if isinstance(v, float) else str(v)))
-            out.append((t, None))
-            if "rel_l2" in det:
-                m = Text("    rel_l2 ", style="bold") + Text(_num(det["rel_l2"]))
-                for k, label in (("cosine", "cosine"), ("mean_abs", "mean |b−a|")):
-                    m.append(f"   {label} ", style="bold")
-                    m.append(_num(det[k], ".9g" if k == "cosine" else ".6g"))
-                if det.get("nonfinite"):
-                    m.append(f"   {det['nonfinite']:,} non-finite pairs (left out)", style="magenta")
-                out.append((m, None))
-                out.extend(self._histogram_lines(dn))
-        elif det.get("order"):
-            out.append((Text("    same entries, different order"), None))
-        return out
-
     def _histogram_lines(self, dn: DiffNode) -> list[tuple[Text, Any]]:
         """b − a as a one-line histogram (computed in a worker on first display)."""
         if id(dn) not in self._hists:
             self._hists[id(dn)] = "pending"
             self._histogram(dn)
-        h = self._hists[id(dn)]
-        if h == "pending":
-            return [(Text("    b − a  counting…", style="dim"), None)]
-        if h is None:
-            return []
-        counts, lo, hi, n = h
-        top = max(int(counts.max()), 1)
-        blocks = " ▁▂▃▄▅▆▇█"
-        spark = "".join(blocks[0 if c == 0 else max(1, round(8 * c / top))] for c in counts)
-        t = Text("    b − a  ", style="bold") + Text(f"{lo:.3g} ", style="dim") + Text(spark, style="cyan")
-        t.append(f" {hi:.3g}", style="dim")
-        t.append(f"   ({n:,} pairs{'' if n >= dn.a.count else ', evenly spaced sample'})", style="dim")
-        return [(t, None)]
+        return histogram_lines(dn, self._hists[id(dn)])
 
     @work(thread=True, exclusive=True, group="histogram")
     def _histogram(self, dn: DiffNode) -> None:
@@ -484,31 +432,7 @@ class DiffApp(App[int]):
         self._hists[id(message.node)] = message.hist
         tree = self.query_one(DiffTree)
         if tree.cursor_node is not None and tree.cursor_node.data is message.node:
-            self._show(message.node)
-
-    def _jump_hex(self, dn: DiffNode) -> None:
-        """Point both hex panes at the bytes of the selected entry (first differing bytes when known)."""
-        data_diff = next((d for d in dn.differences if d.where.endswith(".data") and d.detail), None)
-        for side, hid in (("a", "#hex-a"), ("b", "#hex-b")):
-            rec = dn.a if side == "a" else dn.b
-            if isinstance(rec, SparseTensor):
-                rec = rec.values
-            if not isinstance(rec, Tensor) or rec.is_string or rec.storage is None or rec.file_offset is None:
-                continue
-            hv = self.query_one(hid, HexView)
-            changed = self._hex_source.get(side) is not rec.storage
-            self._set_hex_source(side, hid, rec.storage, rec)
-            if data_diff is not None and "first_byte" in data_diff.detail:
-                info = rec.info
-                width = max(1, (info.bits + 7) // 8) if info is not None else 1
-                target = (rec.file_offset + data_diff.detail["first_byte"], width)
-            else:
-                target = (rec.file_offset, rec.length)
-            if changed:  # the new source's size is laid out on the next refresh: scroll after it
-                hv.cursor = target[0]
-                self.call_after_refresh(hv.goto, *target)
-            else:
-                hv.goto(*target)
+            self.show_entry(message.node)
 
     # ------------------------------------------------------------------ actions
     def action_toggle_filter(self) -> None:
@@ -516,10 +440,15 @@ class DiffApp(App[int]):
         tree.set_only_differences(not tree.only_differences)
         self.notify("only differences" if tree.only_differences else "all entries", timeout=1.5)
 
-    def action_cancel_weights(self) -> None:
+    def action_cancel(self) -> None:
+        """``c``: the comparison of tensor values while it runs, else the statistics and a byte search."""
         if self.comparing:
             self._weights_cancelled = True
             self._cancel.set()
+        elif self.cancel_stats() | self.cancel_seek():
+            self.notify("cancelled", timeout=2, markup=False)
+        else:
+            self.notify("nothing running: nothing to cancel", timeout=2, markup=False)
 
     def action_most_changed(self) -> None:
         from .most_changed import MostChanged
@@ -530,7 +459,7 @@ class DiffApp(App[int]):
 
         def chosen(dn: DiffNode | None) -> None:
             if dn is not None and self.query_one(DiffTree).reveal(dn):
-                self._show(dn)
+                self.show_entry(dn)
 
         self.push_screen(MostChanged(list(self.result.root.walk()), pending), chosen)
 
@@ -549,13 +478,7 @@ class DiffApp(App[int]):
             i = (after[0] if after else 0) if step > 0 else (after[0] - 1 if after else len(ids) - 1)
         target = self._diff_nodes[i]
         if tree.reveal(target):
-            self._show(target)
-
-
-def _num(v: Any, fmt: str = ".6g") -> str:
-    if v is None:
-        return "—"
-    return format(v, fmt) if isinstance(v, (int, float)) else str(v)
+            self.show_entry(target)
 
 
 def make_diff_app(a: str | Document, b: str | Document) -> DiffApp:

@@ -66,10 +66,15 @@ class HelpScreen(ModalScreen[None]):
                                   border: round $accent; background: $panel; padding: 0 1; }
     """
 
-    def __init__(self, swatches: dict | None = None) -> None:
+    def __init__(self, swatches: dict | None = None, *, keys: tuple = KEYS, colours: tuple = COLOURS,
+                 title: str = "onemodel-view — keys") -> None:
         super().__init__()
         self.swatches = swatches or {}
         """The hex pane's styles by name (:meth:`.hex_view.HexView.swatches`): the legend shows them."""
+        self.keys = keys
+        """(keys, what they do) rows: the viewer's :data:`KEYS`, or the diff viewer's."""
+        self.colours = colours
+        self.title = title
 
     def _swatch(self, names: tuple[str, ...]) -> Text:
         t = Text()
@@ -82,16 +87,16 @@ class HelpScreen(ModalScreen[None]):
         keys = Table.grid(padding=(0, 2))
         keys.add_column(style="bold")
         keys.add_column()
-        for k, d in KEYS:
+        for k, d in self.keys:
             keys.add_row(k, d)
         colours = Table.grid(padding=(0, 2))
         colours.add_column(style="bold")
         colours.add_column(no_wrap=True)
         colours.add_column()
-        for k, d, names in COLOURS:
+        for k, d, names in self.colours:
             colours.add_row(k, self._swatch(names), d)
         with VerticalScroll():
-            yield Static(Text("onemodel-view — keys", style="bold"))
+            yield Static(Text(self.title, style="bold"))
             yield Static(keys)
             yield Static(Text("\nhex pane colours", style="bold"))
             yield Static(colours)

@@ -103,13 +103,14 @@ class HexView(ScrollView, can_focus=True):
     COMPONENT_CLASSES = {
         "hex--offset", "hex--mark", "hex--header", "hex--manifest", "hex--padding", "hex--data",
         "hex--tensor-a", "hex--tensor-b", "hex--overlap", "hex--tail", "hex--none", "hex--highlight",
-        "hex--cursor", "hex--annotation", "hex--error",
+        "hex--cursor", "hex--annotation", "hex--error", "hex--differs",
     }
 
     DEFAULT_CSS = """
     HexView {
         background: $surface;
         color: $foreground;
+        overflow-x: hidden;  /* lines are cut to the width: a horizontal scrollbar only eats a row */
         & > .hex--offset { color: $text-muted; }
         & > .hex--mark { color: $accent; text-style: bold; }
         & > .hex--header { color: $warning; }
@@ -125,6 +126,7 @@ class HexView(ScrollView, can_focus=True):
         & > .hex--cursor { background: $accent; color: $background; text-style: bold; }
         & > .hex--annotation { color: $text-muted; }
         & > .hex--error { color: $error; text-style: bold; }
+        & > .hex--differs { color: $error; text-style: bold underline; }
     }
     """
 
@@ -158,6 +160,7 @@ class HexView(ScrollView, can_focus=True):
         self._home: tuple[Storage | None, FileMaps] | None = None
         self._header: Any = None
         self._external: tuple[Storage, ByteMap] | None = None
+        self._other: tuple[Storage, int] | None = None
 
     # ------------------------------------------------------------------ public API
     def set_source(self, storage: Storage | None, bytemap: ByteMap | None, size: int | None = None) -> None:
@@ -168,6 +171,28 @@ class HexView(ScrollView, can_focus=True):
         self.error = None
         self._invalidate()
         self._update_virtual_size()
+
+    def compare_with(self, other: Storage | None, delta: int = 0) -> None:
+        """Mark the bytes that differ from ``other``'s byte ``delta`` further on (None: no marks)."""
+        new = (other, delta) if other is not None else None
+        if new != self._other:
+            self._other = new
+            self._invalidate()
+
+    def differs_at(self, offset: int) -> bool | None:
+        """Whether the byte at ``offset`` differs from the compared byte (None: nothing compared)."""
+        if self._other is None or self._storage is None or not 0 <= offset < self._nbytes:
+            return None
+        return bool(self._differing(offset, self._storage.read(offset, 1)))  # type: ignore[union-attr]
+
+    def _differing(self, start: int, data: bytes) -> set[int]:
+        """Indices into ``data`` (the bytes at ``start``) that differ from the compared storage's."""
+        other, delta = self._other  # type: ignore[misc]
+        lo, hi = max(0, start + delta), min(other.size, start + delta + len(data))
+        theirs = other.read(lo, hi - lo) if hi > lo else b""
+        first = lo - (start + delta)  # bytes before the other's start (or past its end) differ
+        return {i for i in range(len(data))
+                if not 0 <= i - first < len(theirs) or data[i] != theirs[i - first]}
 
     @property
     def storage(self) -> Storage | None:
@@ -419,6 +444,10 @@ class HexView(ScrollView, can_focus=True):
             keys = ["none"] * (end - start)
         hl = self.highlight
         cur = self.cursor
+        try:
+            differs = self._differing(start, data) if self._other is not None else ()
+        except FormatError:
+            differs = ()
         segs: list[Segment] = []
         mark = start % 64 == 0
         segs.append(Segment("•" if mark else " ", st["mark"]))
@@ -428,6 +457,8 @@ class HexView(ScrollView, can_focus=True):
         def byte_style(i: int) -> Style:
             off = start + i
             s = st[keys[i]]
+            if i in differs:
+                s = s + st["differs"]
             if off == cur:
                 return s + st["cursor"]
             if hl is not None and hl[0] <= off < hl[1]:

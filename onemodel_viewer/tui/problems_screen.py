@@ -29,7 +29,8 @@ class ProblemsScreen(ModalScreen[Any]):
     ProblemsScreen > DataTable { height: 1fr; }
     """
 
-    def __init__(self, problems: list, findings: list, appeared: set | None = None, gone: list | None = None) -> None:
+    def __init__(self, problems: list, findings: list, appeared: set | None = None, gone: list | None = None,
+                 files: list[str] | None = None) -> None:
         super().__init__()
         self.gone = list(gone or [])
         """Problems the last edit made disappear (edit mode): listed after the problems, marked ``-``."""
@@ -37,6 +38,8 @@ class ProblemsScreen(ModalScreen[Any]):
         """(kind, where) of the problems the last edit made appear: marked ``+``."""
         self.records: list[Any] = [*problems, *self.gone, *findings]
         self._n_problems = len(problems) + len(self.gone)
+        self.files = files
+        """The file of each record (``A`` / ``B`` in the diff viewer), shown in a first column; None: one file."""
 
     def compose(self) -> ComposeResult:
         n_find = len(self.records) - self._n_problems
@@ -66,18 +69,23 @@ class ProblemsScreen(ModalScreen[Any]):
             if rule is not None:  # the same section and id as --check's "rule:" line
                 message.append(f"\nrule: {rule.label()}", style="dim")
             rows.append((kind, safe_text(r.where, limit=60), off, message))
+        if self.files is not None:
+            table.add_column("file")
         # the message column takes what the others leave, and its text wraps (a row grows): never cut
         fixed = [max([len(h)] + [row[c].cell_len for row in rows]) for c, h in enumerate(("kind", "where", "offset"))]
-        room = self.app.size.width - fixed[0] - fixed[2] - 2 * 4 - 2
+        room = self.app.size.width - fixed[0] - fixed[2] - 2 * 4 - 2 - (6 if self.files is not None else 0)
         where_w = min(fixed[1], max(16, room * 2 // 5))
         table.add_column("kind")
         table.add_column("where", width=where_w)
         table.add_column("offset")
         table.add_column("message", width=max(20, room - where_w))
         for i, row in enumerate(rows):
-            table.add_row(*row, key=str(i), height=None)
+            side = (Text(self.files[i], style="bold"),) if self.files is not None else ()
+            table.add_row(*side, *row, key=str(i), height=None)
         if not self.records:
-            table.add_row(Text("none", style="green"), Text("the file is valid"), Text(""), Text(""))
+            side = (Text(""),) if self.files is not None else ()
+            table.add_row(*side, Text("none", style="green"), Text("the file" + ("s are" if side else " is") + " valid"),
+                          Text(""), Text(""))
         table.focus()
 
     def action_choose(self) -> None:

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any, Callable
+
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, Label
+
+from .safe import safe_str
 
 
 class Prompt(ModalScreen[str | None]):
@@ -78,3 +82,25 @@ def parse_offset(text: str, size: int, current: int = 0) -> int | None:
     if rel:
         v = current + rel * v
     return v
+
+
+def ask_offset(app: Any, hexv: Any, go: Callable[[int, bool], None] | None = None) -> None:
+    """``g``: ask for an offset in the file the hex view ``hexv`` shows, then call ``go(offset, relative)``
+    (``relative``: typed as ``+n`` / ``-n``); by default ``hexv`` goes there and takes the focus.
+    An answer that is no offset of the file is said in a toast."""
+
+    def done(text: str | None) -> None:
+        if text is None:
+            return
+        off = parse_offset(text, hexv.file_size, hexv.cursor)
+        if off is None or not 0 <= off < max(1, hexv.file_size):
+            app.notify(f"not an offset in this file: {safe_str(text, 40)}", severity="warning", markup=False)
+            return
+        if go is not None:
+            go(off, text.strip()[:1] in ("+", "-"))
+        else:
+            hexv.goto(off)
+            hexv.focus()
+
+    app.push_screen(Prompt("Go to offset", "0x1a40, 6720, +64, end, 50%",
+                           hint=f"file size {hexv.file_size:,} (0x{hexv.file_size:x})"), done)

@@ -23,7 +23,10 @@ __all__ = ["SearchActions", "SearchIndex"]
 
 
 class SearchActions:
-    """Search state and actions of the viewer app (a mixin: ``self`` is the app)."""
+    """Search state and actions of the viewer app (a mixin: ``self`` is the app, which has ``reveal(where)``)."""
+
+    MATCH_KEYS = "f: all matches"
+    """The keys named in a match's toast (the diff viewer binds others)."""
 
     def _reset_search(self) -> None:
         """No index, no matches (a new document)."""
@@ -64,9 +67,9 @@ class SearchActions:
     def search(self, query: str) -> int:
         """Find ``query``; jump to the first match. Returns the number of matches."""
         if self._search_index is None:
-            if self.document is None:
+            self._search_index = self._make_search_index()
+            if self._search_index is None:
                 return 0
-            self._search_index = SearchIndex(self.document)
         found = self._search_index.matches(query)
         self.search_matches = [(w, d) for w, d, _ in found]
         self._search_why = [why for _, _, why in found]
@@ -77,6 +80,10 @@ class SearchActions:
             return 0
         self.action_next_match(1)
         return len(self.search_matches)
+
+    def _make_search_index(self):
+        """The index a search asks (anything with ``matches(query)``), built now; None: nothing to search."""
+        return SearchIndex(self.document) if self.document is not None else None
 
     def action_next_match(self, step: int) -> None:
         if not self.search_matches:
@@ -90,7 +97,7 @@ class SearchActions:
         self.reveal(where)
         why = getattr(self, "_search_why", [])
         hit = f" ({safe_str(why[index], 60)})" if index < len(why) else ""
-        self.notify(f"match {index + 1}/{len(self.search_matches)}: {safe_str(desc, 60)}{hit} · f: all matches",
+        self.notify(f"match {index + 1}/{len(self.search_matches)}: {safe_str(desc, 60)}{hit} · {self.MATCH_KEYS}",
                     timeout=3, markup=False)
 
     def action_search_results(self) -> None:

@@ -197,6 +197,12 @@ class StatsPanel(Vertical):
             return
         self.start(t)
 
+    def compute_now(self, t: Tensor) -> None:
+        """``s``: show the panel with ``t``'s statistics, computed now whatever its size (cached: at once)."""
+        self.remove_class("hidden")
+        if self.cached(t) is None:
+            self.show_tensor(t, force=True)
+
     def start(self, t: Tensor) -> None:
         """Start computing ``t``'s statistics in a worker."""
         self.cancel()
