@@ -11,17 +11,78 @@ from dataclasses import dataclass, field
 
 from ..dtypes import DataType
 
-VERSIONS: dict[str, str] = {
-    "1": "written by ONNX Runtime 1.5-1.6; read by full builds up to today (saved optimizations ignored), not by minimal builds since 1.8",
-    "2": "sparse initializers; written by ONNX Runtime 1.6-1.7; read by full builds only (since 1.8)",
-    "3": "graph_doc_string; written by ONNX Runtime 1.7; read by full builds only (since 1.8)",
-    "4": "kernel def hashes independent of type order; written by ONNX Runtime 1.8-1.12; minimal builds 1.8-1.12 read it, "
-         "later full builds read it without its saved runtime optimizations",
-    "5": "kernel type-string resolver replaces kernel def hashes; written by ONNX Runtime 1.13-1.15; read by 1.13 and later",
-    "6": "float8 data types; written by ONNX Runtime 1.16 and later; read by 1.16 and later",
+Release = tuple[int, int]
+"""An ONNX Runtime release as (major, minor): ``(1, 16)``."""
+
+
+@dataclass(frozen=True, slots=True)
+class FormatVersion:
+    """One ORT format version (``InferenceSession.ort_version``): what it added, which releases write and read it."""
+
+    change: str
+    written: tuple[Release, Release | None]
+    """First and last release writing it (None: still written)."""
+    full: tuple[tuple[Release, Release | None], ...]
+    """Release ranges whose full builds read it (None: and every later release)."""
+    minimal: tuple[tuple[Release, Release | None], ...]
+    """Release ranges whose minimal (mobile) builds read it."""
+    note: str = ""
+
+    def reads(self, release: Release, minimal: bool = False) -> bool:
+        return any(lo <= release and (hi is None or release <= hi) for lo, hi in (self.minimal if minimal else self.full))
+
+    def summary(self) -> str:
+        def rel(r: Release) -> str:
+            return f"{r[0]}.{r[1]}"
+
+        def ranges(rs) -> str:
+            return ", ".join(rel(lo) + (" and later" if hi is None else "" if hi == lo else "-" + rel(hi)) for lo, hi in rs)
+
+        first, last = self.written
+        out = f"{self.change}; written by ONNX Runtime {rel(first)}" + (" and later" if last is None else "" if last == first else "-" + rel(last))
+        if self.full == self.minimal:
+            out += f"; read by {ranges(self.full)}"
+        else:
+            out += f"; read by {ranges(self.minimal)}"
+            gap = self.full[0][1]
+            if gap is not None and len(self.full) > 1:
+                lo, hi = (gap[0], gap[1] + 1), (self.full[1][0][0], self.full[1][0][1] - 1)
+                out += f"; {rel(lo)}-{rel(hi)} refuse it" if lo != hi else f"; {rel(lo)} refuses it"
+            later = self.full[-1][0]
+            out += f"; full builds {rel(later)} and later read it{self.note}, minimal builds do not"
+        return out
+
+
+_LATER = (1, 14)
+"""Full builds read every older version again from this release (ORT_Format_Update_in_1.13.md)."""
+FORMAT_VERSIONS: dict[str, FormatVersion] = {
+    "1": FormatVersion("the first ORT format", ((1, 5), (1, 5)), (((1, 5), (1, 7)), (_LATER, None)), (((1, 5), (1, 7)),)),
+    "2": FormatVersion("sparse initializers", ((1, 6), (1, 6)), (((1, 6), (1, 7)), (_LATER, None)), (((1, 6), (1, 7)),)),
+    "3": FormatVersion("graph_doc_string", ((1, 7), (1, 7)), (((1, 7), (1, 7)), (_LATER, None)), (((1, 7), (1, 7)),)),
+    "4": FormatVersion("kernel def hashes independent of type-constraint order", ((1, 8), (1, 12)),
+                       (((1, 8), (1, 12)), (_LATER, None)), (((1, 8), (1, 12)),),
+                       " without its saved runtime optimizations"),
+    "5": FormatVersion("the kernel type-string resolver replaces kernel def hashes", ((1, 13), (1, 15)),
+                       (((1, 13), None),), (((1, 13), None),)),
+    "6": FormatVersion("float8 data types", ((1, 16), None), (((1, 16), None),), (((1, 16), None),)),
 }
-"""ORT format versions (``InferenceSession.ort_version``) and the ONNX Runtime releases that write and read
-them (ORT's ``ort_format_version.h`` history; releases as far as its changelog tells)."""
+"""ORT format versions and the ONNX Runtime releases that write and read them: onnxruntime's
+``ort_format_version.h`` and ``core/flatbuffers/schema/README.md`` (versions 1-5), the compatibility
+table of its "ORT model format" page (1.5 v1; 1.6 v1-2; 1.7 v1-3; 1.8-1.12 v4 only; 1.13 v5 only),
+``docs/ORT_Format_Update_in_1.13.md`` (1.14 and later: full builds load 1-4 and ignore their saved runtime
+optimizations, minimal builds refuse them), the float8 change (onnxruntime #14731, first released in 1.16)
+for 6. ONNX Runtime 1.32 (full build) loads 1-6 and refuses 7 (``tests/test_ort_real.py``)."""
+
+VERSIONS: dict[str, str] = {v: f.summary() for v, f in FORMAT_VERSIONS.items()}
+"""The same as one line of text per version (the detail pane, the ``ort-old-version`` finding)."""
+
+
+def reads(version: str, release: Release, minimal: bool = False) -> bool:
+    """True when ONNX Runtime ``release`` (a full build, or a minimal one) loads format ``version``."""
+    f = FORMAT_VERSIONS.get(version)
+    return f is not None and f.reads(release, minimal)
+
+
 OLD_VERSIONS = ("1", "2", "3", "4")
 """Versions that minimal (mobile) builds of current ONNX Runtime refuse."""
 
@@ -118,6 +179,24 @@ class OrtFacts:
 
     starts: list = field(default_factory=list, repr=False)
     """``span.start`` of each span, for bisection."""
+    _payload_of: dict | None = field(default=None, repr=False)
+    _table_of: dict | None = field(default=None, repr=False)
+
+    def node(self, where: str) -> NodeFacts | None:
+        """What ORT keeps for the node at ``where`` (``Node.where``)."""
+        return self.nodes.get(where)
+
+    def payload(self, where: str) -> Payload | None:
+        """The payload of the initializer at ``where`` (``Tensor.where``); None for a string or empty tensor."""
+        if self._payload_of is None:
+            self._payload_of = {p.where: p for p in self.payloads}
+        return self._payload_of.get(where)
+
+    def table_span(self, where: str) -> tuple[int, int] | None:
+        """(start, length) of the table of the record at ``where`` (a node, a tensor, the model...), None if none."""
+        if self._table_of is None:  # built on first use: one pass over the spans
+            self._table_of = {s[3]: (s[0], s[1]) for s in self.spans if s[2] == "table"}
+        return self._table_of.get(where)
 
     def owner_at(self, offset: int) -> Span | None:
         """The smallest span holding ``offset`` as a :class:`Span` (spans of a sound file do not overlap)."""

@@ -194,11 +194,11 @@ class Importer:
             aw = f"{w}.node_args[{i}]"
             if not self.need(a, "name", "ValueInfo", aw):
                 continue
-            name = self.text(a, "name", "ValueInfo", aw)
+            arg = self.text(a, "name", "ValueInfo", aw)
             t = self.type(a["type"], aw + ".type", 1) if a.get("type") is not None else None
-            if name not in args:
-                order.append(name)
-            args[name] = ValueInfo(name, t, aw)
+            if arg not in args:
+                order.append(arg)
+            args[arg] = ValueInfo(arg, t, aw)
         inputs = self.texts(g, "inputs", w)
         outputs = self.texts(g, "outputs", w)
         io = set(inputs) | set(outputs)
