@@ -52,6 +52,7 @@ from .footer import ScreenFooter
 from .hex_view import HexView
 from .insight import Insight, InsightActions
 from .locate import ManifestSpans
+from .ort_detail import ort_span
 from .safe import safe_str
 from .search import SearchActions, SearchIndex  # noqa: F401 (SearchIndex: the name tests import from here)
 from .run import run_app
@@ -325,6 +326,10 @@ class OneModelApp(BackgroundWork, SearchActions, InsightActions, EditActions, Ap
             return
         if entry.kind in ("problem", "finding") and getattr(obj, "offset", None) is not None:
             hexv.goto(obj.offset, 1)
+            return
+        span = ort_span(self.document, entry)  # an .ort record: its flatbuffer table (None for other formats)
+        if span is not None:
+            hexv.goto(*span)
             return
         if entry.where.startswith("manifest") and self.document is not None and self.document.manifest_span:
             # debounced: moving quickly through the tree starts no lookups

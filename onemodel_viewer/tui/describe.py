@@ -64,6 +64,8 @@ class Describer:
         """The document's byte maps, for an external tensor's weights file (the viewer's, shared with the
         hex pane; made on first use when not given)."""
         self._parents: dict[int, Graph] | None = None
+        self._ort = None
+        """The ``.ort`` lines (:class:`.ort_detail.OrtDetail`), made for an ``.ort`` document on first use."""
         self.extra: Callable[[Entry], list[Line]] | None = None
         """More lines for an entry (the viewer's insight: used-by, parameters, inferred types)."""
         self.infer: Callable[[Graph | None, str], tuple[Any, str]] | None = None
@@ -104,7 +106,13 @@ class Describer:
 
     # -- entry points
     def describe(self, e: Entry) -> list[Line]:
-        lines = self._describe(e)
+        lines = self._describe(e) if e.kind != "ort" else []
+        if self.doc.source == "ort":  # what ONNX Runtime adds (tui/ort_detail.py)
+            if self._ort is None:
+                from .ort_detail import OrtDetail
+
+                self._ort = OrtDetail(self.doc)
+            lines.extend(self._ort.lines(e))
         if self.extra is not None:
             lines.extend(self.extra(e))
         return lines

@@ -33,7 +33,7 @@ class Entry:
 
     kind: str
     """``model``, ``graph``, ``node``, ``tensor``, ``sparse``, ``value``, ``function``, ``attribute``,
-    ``problem``, ``finding``, ``meta``, ``group``."""
+    ``problem``, ``finding``, ``meta``, ``group``, ``ort`` (:mod:`.ort_entries`)."""
     label: Text
     obj: Any = None
     where: str = ""
@@ -108,6 +108,13 @@ class EntryFactory:
         m = doc.model
         if m is not None:
             out.append(self.model_entry(m))
+        if doc.source == "ort":  # what ONNX Runtime adds: format version, kernel table, optimizations
+            from .ort_entries import ort_entry
+
+            ort = ort_entry(doc, Entry)
+            if ort is not None:
+                out.append(ort)
+        if m is not None:
             out.append(self.graph_entry(m.graph, "graph"))
             if m.functions:
                 out.append(

@@ -12,6 +12,9 @@ An ONNX file with external data lists each weights file after the ``.onnx``'s ow
 from :func:`onemodel_viewer.analysis.external_layout.external_layout` (tensors, overlaps, gaps,
 padding, tail; sharing computed per file). Choosing one of those rows returns ``(start, length,
 tensor)`` with a tensor stored in that file, so the viewer shows that file in the hex pane.
+
+An ``.ort`` file lists its tensor payloads (offset, size, mod 64 / 4096, alignment, whether aligned to
+the element size) and the bytes no flatbuffer object owns (:func:`from_ort`).
 """
 
 from __future__ import annotations
@@ -161,8 +164,30 @@ def from_external(doc, cancel=None) -> list[Extent]:
     return out
 
 
+def from_ort(doc, cancel=None) -> list[Extent]:
+    """Rows of an ``.ort`` file (:func:`onemodel_viewer.analysis.ort_layout.ort_layout`): the root offset and
+    identifier, every tensor payload with its alignment, every run of bytes no flatbuffer object owns."""
+    from ..analysis.ort_layout import ort_layout
+
+    lay = ort_layout(doc, cancel=cancel)
+    out = [Extent(0, min(8, doc.size), "header", "root offset + file identifier")] if doc.size else []
+    for p in lay.payloads:
+        note = f"mod 64 = {p.mod64}, mod 4096 = {p.mod4096:,}, aligned to {p.alignment:,}"
+        if not p.in_place:
+            note += f", NOT aligned to its {p.element_size}-byte elements"
+        out.append(Extent(p.start, p.start + p.length, "payload", p.name or p.where, note))
+    for u in lay.unowned:
+        note = "not scanned" if not u.scanned else "zero" if u.nonzero is None else f"NON-ZERO byte at 0x{u.nonzero:x}"
+        out.append(Extent(u.start, u.start + u.length, "unowned", "", note))
+    out.sort(key=lambda e: (e.start, e.end))
+    if lay.padding_runs:  # last: a count, not a place
+        out.append(Extent(0, 0, "padding", f"{lay.padding_runs:,} runs", f"{lay.padding_bytes:,} bytes of zero alignment "
+                          "padding (runs under 8 bytes), not listed"))
+    return out
+
+
 KIND_STYLE = {"header": "yellow", "manifest": "green", "padding": "dim", "tensor": "cyan", "gap": "magenta",
-              "overlap": "bold red", "tail": "red", "onnx": "",
+              "overlap": "bold red", "tail": "red", "onnx": "", "payload": "cyan", "unowned": "magenta",
               "file": "bold"}
 
 
@@ -202,6 +227,8 @@ class LayoutScreen(ModalScreen[Any]):
             doc = self.document
             if doc is not None and doc.source == "onemodel":
                 ext = from_analysis(doc, cancel=self._cancel)
+            elif doc is not None and doc.source == "ort":
+                ext = from_ort(doc, cancel=self._cancel)
             else:
                 ext = compute_extents(self.bytemap, self.storage)
                 if doc is not None and doc.source == "onnx" and doc.external_files:
