@@ -105,9 +105,11 @@ def _run(src: str, dst: str, action) -> int:
 def run_convert(src: str, dst: str) -> int:
     """Write SRC (ONNX or OneModel) as the canonical OneModel file DST. 0 ok, 1 error."""
     from ..format import writer
+    from ..format.sparse_indices import widen_sparse_indices
 
     def action(doc, out):
-        writer.write(doc.model, out, sources=[src, *doc.external_files])
+        # sparse indices as ONNX requires them (INT64), as --export writes them: ORT narrows them
+        writer.write(widen_sparse_indices(doc.model)[0], out, sources=[src, *doc.external_files])
 
     return _run(src, dst, action)
 

@@ -1,7 +1,7 @@
 """Schema records -> ONNX.
 
 :func:`model_to_proto` / :func:`export_onnx`: ``raw_data`` for every tensor
-(``string_data`` for strings), float attributes rebuilt from their bit patterns
+(``string_data`` for strings; sparse indices as INT64, :mod:`.sparse_indices`), float attributes rebuilt from their bit patterns
 so NaN payloads and -0.0 survive, and weights moved to an external
 ``<dst>.data`` file (streamed) when they would not fit in a protobuf.
 
@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Container, Iterable, Iterator
 from .dtypes import STRING, AttrType
 from .errors import FormatError, Kind
 from .onnx_wire import DATA_LOCATION_EXTERNAL, varint_bytes
+from .sparse_indices import widen_sparse_indices
 from .schema import (
     Attribute,
     Function,
@@ -352,6 +353,7 @@ def export_onnx(model: Model, path: str | os.PathLike, *, sources: Iterable[str]
     from .onnx_weights import ExternalOptions, plan, write_weights
 
     dst = os.fspath(path)
+    model, _widened = widen_sparse_indices(model)  # ONNX Runtime narrows them; onnx.checker wants INT64
     srcs = set(sources) | writer.model_sources(model)
     tensors = [t for t in all_tensors(model) if t.dtype != STRING]
     for t in tensors:
