@@ -11,6 +11,11 @@ string initializer, an If with two subgraphs). Each hostile file patches its byt
 found by walking it (the walk only locates; the expected kind, where and offset are written
 here, from the patched place). Truncations and the synthetic files (other schema, nesting, a
 shared sub-table bomb) are built the same way. ``expected.json``: ``{file: [kind, where, offset]}``.
+
+``Finding-<case>.ort`` files are valid models with one finding each (no problem), listed in
+``expected_findings.json`` as ``{file: [code, where, offset]}``: an ``external_data_offset``, and a
+data type code ONNX defines but ORT's TensorDataType lacks. ``--findings-only`` rebuilds just those
+from the committed ``base.ort`` (ONNX Runtime's output is not byte-for-byte reproducible).
 """
 
 from __future__ import annotations
@@ -187,8 +192,55 @@ def other_schema(ident: bytes | None) -> bytes:
     return fb.finish(b.EndObject(), ident)
 
 
+def external_offset() -> tuple[bytes, str, int]:
+    """A graph whose one initializer has ``external_data_offset`` 0 and no raw_data (what a writer of external
+    data would store): the ``external-data-offset`` finding at the field."""
+    fb = FB()
+    t = fb.table("Tensor", name=fb.s("w"), dims=fb.vec64([3]), data_type=1, external_data_offset=0)
+    v = fb.table("ValueInfo", name=fb.s("w"),
+                 type=fb.table("TypeInfo", value_type=1, value=fb.table("TensorTypeAndShape", elem_type=1)))
+    g = fb.table("Graph", initializers=fb.vec([t]), node_args=fb.vec([v]), outputs=fb.vec([fb.s("w")]))
+    data = fb.finish(session(fb, g))
+    tensor = walk(data)["model"]["graph"]["initializers"][0]
+    return data, f"{G}.initializers[0].external_data_offset", field_pos(data, tensor, "Tensor", "external_data_offset")
+
+
+def finding_cases(base: bytes) -> dict[str, tuple[bytes, str, str, int]]:
+    """``{case: (bytes, code, where, offset)}`` of the valid files with one finding each."""
+    d = walk(base)
+    g = d["model"]["graph"]
+    i = next(i for i, t in enumerate(g["initializers"]) if t.get("data_type") == 1)
+    init = g["initializers"][i]
+    # INT4 (22), as ORT 1.32 writes it: 24 elements in the float tensor's 12 bytes
+    data = put(bytearray(base), "<i", field_pos(base, init, "Tensor", "data_type"), 22)
+    put(data, "<q", target_pos(base, init, "Tensor", "dims") + 4, 24)
+    out = {"unloadable-dtype": (bytes(data), "ort-unloadable-dtype", f"{G}.initializers[{i}].data_type",
+                                field_pos(base, init, "Tensor", "data_type"))}
+    ext, where, offset = external_offset()
+    out["external-data-offset"] = (ext, "external-data-offset", where, offset)
+    return out
+
+
+def write_findings(base: bytes) -> int:
+    expected = {}
+    for name, (data, code, where, offset) in sorted(finding_cases(base).items()):
+        fn = f"Finding-{name}.ort"
+        with open(os.path.join(OUT, fn), "wb") as f:
+            f.write(data)
+        expected[fn] = [code, where, offset]
+    with open(os.path.join(OUT, "expected_findings.json"), "w", encoding="utf-8") as f:
+        json.dump(expected, f, indent=1, sort_keys=True)
+        f.write("\n")
+    return len(expected)
+
+
 def main() -> None:
     os.makedirs(OUT, exist_ok=True)
+    if "--findings-only" in sys.argv[1:]:
+        with open(os.path.join(OUT, "base.ort"), "rb") as f:
+            n = write_findings(f.read())
+        print(f"wrote {n} finding files to {os.path.relpath(OUT)}")
+        return
     base = base_ort()
     d = walk(base)
     g = d["model"]["graph"]
@@ -321,7 +373,8 @@ def main() -> None:
     with open(os.path.join(OUT, "expected.json"), "w", encoding="utf-8") as f:
         json.dump(expected, f, indent=1, sort_keys=True)
         f.write("\n")
-    print(f"wrote {len(expected)} hostile files and base.ort to {os.path.relpath(OUT)}")
+    n = write_findings(base)
+    print(f"wrote {len(expected)} hostile files, {n} finding files and base.ort to {os.path.relpath(OUT)}")
 
 
 def _first_failure(base: bytes, cut: int) -> tuple[str, str, int]:

@@ -25,11 +25,14 @@ ROOT = Path(__file__).resolve().parent.parent
 HOSTILE = ROOT / "testdata" / "hostile" / "ort"
 EXPECTED: dict[str, list] = json.loads((HOSTILE / "expected.json").read_text())
 NAMES = sorted(EXPECTED)
+FINDINGS: dict[str, list] = json.loads((HOSTILE / "expected_findings.json").read_text())
+"""``Finding-<case>.ort``: valid files with one finding each, ``[code, where, offset]``."""
 
 
 def test_corpus_is_complete_and_named_by_kind():
     files = {p.name for p in HOSTILE.glob("*.ort")} - {"base.ort"}
-    assert files == set(EXPECTED), "expected.json and the files on disk differ: rerun testdata/make_hostile_ort.py"
+    assert files == set(EXPECTED) | set(FINDINGS), "the tables and the files on disk differ: rerun testdata/make_hostile_ort.py"
+    assert all(name.startswith("Finding-") for name in FINDINGS) and not any(n.startswith("Finding-") for n in EXPECTED)
     assert len(EXPECTED) >= 40
     for name, (kind, where, offset) in EXPECTED.items():
         assert name.split("-", 1)[0] == kind
@@ -124,3 +127,32 @@ def test_empty_file_named_otherwise_is_not_read_as_ort(tmp_path):
     with pytest.raises(FormatError) as info:
         omf.open(q)
     assert (info.value.kind, info.value.where, info.value.offset) == (Kind.MALFORMED, "file_identifier", 4)
+
+
+@pytest.mark.parametrize("name", sorted(FINDINGS))
+def test_finding_files_are_valid_with_their_one_finding(name):
+    """external_data_offset and a type code ORT lacks had no file of their own: each is valid (strict open, no
+    problem) with exactly that finding, at the field's bytes."""
+    code, where, offset = FINDINGS[name]
+    doc = omf.open(HOSTILE / name)  # strict: no problem raised
+    try:
+        assert doc.valid and doc.problems == []
+        assert [(f.code, f.where, f.offset) for f in doc.findings] == [(code, where, offset)]
+    finally:
+        doc.close()
+    buf = io.StringIO()
+    with redirect_stdout(buf):
+        rc = cli.main(["--check", "--json", str(HOSTILE / name)])
+    (report,) = [json.loads(line) for line in buf.getvalue().splitlines() if line.strip()]
+    assert rc == 0 and report["valid"] is True and report["problems"] == []
+    assert [(f["code"], f["where"], f["offset"]) for f in report["findings"]] == [(code, where, offset)]
+
+
+def test_finding_offsets_point_at_the_field_value():
+    """Read at the expected offsets without the reader: external_data_offset 0 (an int64), data type code 22 (int32)."""
+    import struct
+
+    ext = (HOSTILE / "Finding-external-data-offset.ort").read_bytes()
+    assert struct.unpack_from("<q", ext, FINDINGS["Finding-external-data-offset.ort"][2]) == (0,)
+    dt = (HOSTILE / "Finding-unloadable-dtype.ort").read_bytes()
+    assert struct.unpack_from("<i", dt, FINDINGS["Finding-unloadable-dtype.ort"][2]) == (22,)

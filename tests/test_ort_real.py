@@ -204,3 +204,80 @@ def test_unaligned_payload_views(models):
                 assert np.asarray(v, dtype=np.float64 if t.info.is_float and t.dtype not in (14, 15) else None).size == t.count
     finally:
         doc.close()
+
+
+def test_installed_onnxruntime_reads_the_versions_the_table_says(tmp_path):
+    """The version table (format/ort/facts.py) against the installed full build: base.ort relabelled as each
+    version 1..7 loads exactly when ``reads(version, release)`` says so (the table's 5/6 ranges were once
+    written from memory)."""
+    from onemodel_viewer.format.ort.facts import reads
+
+    base = ROOT / "testdata" / "hostile" / "ort" / "base.ort"
+    doc = omf.open(base)
+    at = doc.extra.version_offset + 4  # the version string's one character
+    doc.close()
+    data = bytearray(base.read_bytes())
+    assert data[at:at + 2] == b"6\0"
+    release = tuple(int(x) for x in ort.__version__.split(".")[:2])
+    for v in "1234567":
+        data[at] = ord(v)
+        p = tmp_path / f"v{v}.ort"
+        p.write_bytes(data)
+        so = ort.SessionOptions()
+        so.log_severity_level = 3
+        try:
+            ort.InferenceSession(str(p), so, providers=["CPUExecutionProvider"])
+            loaded = True
+        except Exception as e:  # onnxruntime's own error type
+            assert "version" in str(e), e
+            loaded = False
+        assert loaded is reads(v, release), (v, release)
+
+
+def test_export_widens_narrowed_sparse_indices_for_onnx_checker(models, tmp_path):
+    """ORT narrows sparse indices (INT64 to INT8); --export wrote them as INT8 and onnx.checker rejected the file
+    ("Sparse tensor indices must have INT64 type"). Now they are INT64, the same positions; --convert too."""
+    from onnx import numpy_helper
+
+    from onemodel_viewer.format.sparse_indices import widen_sparse_indices
+
+    _src, dst = models["sparse"]
+    doc = omf.open(dst)
+    try:
+        narrowed = {s.name: s.indices for s in doc.model.graph.sparse_initializers}
+        assert any(t.dtype != onnx.TensorProto.INT64 for t in narrowed.values())
+        want = {n: t.values().astype(np.int64).tolist() for n, t in narrowed.items()}
+        same, n = widen_sparse_indices(doc.model)
+        assert n == len([t for t in narrowed.values() if t.dtype != onnx.TensorProto.INT64])
+        again, zero = widen_sparse_indices(same)
+        assert zero == 0 and again is same  # nothing left to widen: the model itself
+    finally:
+        doc.close()
+    out = tmp_path / "sparse.onnx"
+    assert cli.main(["--export", str(dst), str(out)]) == 0
+    mp = onnx.load(str(out))
+    onnx.checker.check_model(mp, full_check=False)
+    got = {s.values.name: s.indices for s in mp.graph.sparse_initializer}
+    assert {n: t.data_type for n, t in got.items()} == {n: onnx.TensorProto.INT64 for n in want}
+    assert {n: numpy_helper.to_array(t).tolist() for n, t in got.items()} == want
+    assert _diff(dst, out)["equal"]
+    om = tmp_path / "sparse.onemodel"  # --convert writes them as --export does (the two round trips diff equal)
+    assert cli.main(["--convert", str(dst), str(om)]) == 0
+    doc = omf.open(om)
+    try:
+        assert {s.name: (s.indices.dtype, s.indices.values().tolist()) for s in doc.model.graph.sparse_initializers} \
+            == {n: (onnx.TensorProto.INT64, v) for n, v in want.items()}
+    finally:
+        doc.close()
+    assert _diff(om, out)["equal"]
+
+
+@pytest.mark.parametrize("name, message", [("Finding-external-data-offset.ort", "external data"),
+                                           ("Finding-unloadable-dtype.ort", "Unsupported tensor data type")])
+def test_onnxruntime_refuses_what_the_findings_say(name, message):
+    """The two finding files (testdata/hostile/ort) open here with a finding; ONNX Runtime itself refuses them."""
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    with pytest.raises(Exception) as info:
+        ort.InferenceSession(str(ROOT / "testdata" / "hostile" / "ort" / name), so, providers=["CPUExecutionProvider"])
+    assert message in str(info.value)
