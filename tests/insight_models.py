@@ -124,3 +124,26 @@ def tensors(out: Path) -> Path:
     g = helper.make_graph(nodes, "tensors", [], [helper.make_value_info(t.name + "_out", onnx.TypeProto()) for t in inits],
                           initializer=inits)
     return _save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 21)], ir_version=10), out)
+
+
+def function_body(out: Path) -> Path:
+    """A model-local function ``local:Body(x, y) -> out``: ``x`` read by Add f_add and Greater f_gt in the
+    body and by Neg f_else_neg inside the If's else branch; f_add's ``s`` by Relu f_relu; f_relu's ``r``
+    by Identity f_then_id inside the then branch; ``out`` (the If's) by nothing. The main graph calls it."""
+    f = TP.FLOAT
+    then_g = helper.make_graph([helper.make_node("Identity", ["r"], ["t"], name="f_then_id")], "then_branch", [],
+                               [_vi("t", f, None)])
+    else_g = helper.make_graph([helper.make_node("Neg", ["x"], ["e"], name="f_else_neg")], "else_branch", [],
+                               [_vi("e", f, None)])
+    body = helper.make_function(
+        "local", "Body", ["x", "y"], ["out"],
+        [helper.make_node("Add", ["x", "y"], ["s"], name="f_add"),
+         helper.make_node("Relu", ["s"], ["r"], name="f_relu"),
+         helper.make_node("Greater", ["x", "y"], ["c"], name="f_gt"),
+         helper.make_node("If", ["c"], ["out"], name="f_if", then_branch=then_g, else_branch=else_g)],
+        [helper.make_opsetid("", 21)])
+    g = helper.make_graph([helper.make_node("Body", ["a", "b"], ["o"], name="call", domain="local")], "calls",
+                          [_vi("a", f, [2]), _vi("b", f, [2])], [_vi("o", f, None)])
+    m = helper.make_model(g, functions=[body], ir_version=10,
+                          opset_imports=[helper.make_opsetid("", 21), helper.make_opsetid("local", 1)])
+    return _save(m, out)

@@ -30,7 +30,7 @@ VALID = ROOT / "testdata" / "valid"
 def models(tmp_path_factory):
     d = tmp_path_factory.mktemp("insight")
     return {f.__name__: str(f(d / f"{f.__name__}.onemodel"))
-            for f in (im.slices_in_if, im.constant_weights, im.fan_out, im.tensors)}
+            for f in (im.slices_in_if, im.constant_weights, im.fan_out, im.tensors, im.function_body)}
 
 
 def opened(path: str):
@@ -368,3 +368,22 @@ def test_shape_inference_in_a_child_process_gives_the_same_types(models):
     here, there = shapes.infer_types(doc.model), shapes.infer_types(doc.model, isolate=True)
     assert there.error == ""
     assert {n: str(here.of(g, n)) for n in here.names(g)} == {n: str(there.of(g, n)) for n in there.names(g)}
+
+
+def test_used_by_inside_a_function_body(models):
+    """A value of a model-local function listed no reader (function bodies were skipped): now the body's
+    readers, then the readers inside its nodes' subgraphs, each with the body node holding them."""
+    doc = opened(models["function_body"])
+    f = doc.model.functions[0]
+    ub = UsedBy(doc.model, Facts()).build()
+
+    def readers(name):
+        return [(u.node.name, u.via.name if u.via else None, u.depth, u.graph is None) for u in ub.function_uses(f, name)]
+
+    assert readers("x") == [("f_add", None, 0, True), ("f_gt", None, 0, True), ("f_else_neg", "f_if", 1, False)]
+    assert readers("y") == [("f_add", None, 0, True), ("f_gt", None, 0, True)]
+    assert readers("s") == [("f_relu", None, 0, True)]
+    assert readers("r") == [("f_then_id", "f_if", 1, False)]
+    assert readers("out") == []
+    assert all(u.function is f for u in ub.function_uses(f, "x"))
+    assert ub.function_uses(f, "a") == []  # the main graph's input is not the function's

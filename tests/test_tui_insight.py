@@ -34,7 +34,7 @@ HOSTILE = ROOT / "testdata" / "hostile"
 def models(tmp_path_factory):
     d = tmp_path_factory.mktemp("tui-insight")
     return {f.__name__: str(f(d / f"{f.__name__}.onemodel"))
-            for f in (im.slices_in_if, im.constant_weights, im.fan_out, im.tensors)}
+            for f in (im.slices_in_if, im.constant_weights, im.fan_out, im.tensors, im.function_body)}
 
 
 def detail(app) -> list[str]:
@@ -355,3 +355,35 @@ async def test_neighbourhood_screen_is_reused_for_the_next_node(viewer, models):
         await pilot.press("enter")
         await viewer.settle(pilot)
         assert app.current.obj.name == "matmul2"
+
+
+async def test_used_by_inside_a_function_body(viewer, models):
+    """u on a function's value said "select a value first" and the detail listed no reader: functions
+    were skipped. Now a body node's outputs and the function's inputs list their readers."""
+    async with viewer(models["function_body"]) as pilot:
+        app = pilot.app
+        f = app.document.model.functions[0]
+        relu = next(n for n in f.nodes if n.name == "f_relu")
+        await viewer.select(pilot, relu.where)
+        assert app.current.kind == "node" and app.current.function is f
+        lines = detail(app)
+        i = next(k for k, line in enumerate(lines) if line.startswith("used by") and " r " in line)
+        assert "1 node of the function (1 inside subgraphs)" in lines[i]
+        assert "Identity f_then_id" in lines[i + 1] and "inside If f_if" in lines[i + 1]
+        await pilot.press("u")
+        await viewer.settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, UsedByScreen)
+        assert [(name, u.node.name) for name, u in screen.rows] == [("r", "f_then_id")]
+        await pilot.press("enter")
+        await viewer.settle(pilot)
+        assert app.current.kind == "node" and app.current.obj.name == "f_then_id"
+        # the function itself: its inputs' readers
+        await viewer.select(pilot, f.where)
+        assert app.current.kind == "function"
+        await pilot.press("u")
+        await viewer.settle(pilot)
+        rows = [(name, u.node.name) for name, u in app.screen.rows]
+        assert rows == [("x", "f_add"), ("x", "f_gt"), ("x", "f_else_neg"), ("y", "f_add"), ("y", "f_gt")]
+        table = app.screen.query_one("DataTable")
+        assert "this function" in str(table.get_row_at(0)[3]) and "inside If f_if" in str(table.get_row_at(2)[3])

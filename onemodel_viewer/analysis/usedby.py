@@ -8,7 +8,11 @@ nearest enclosing graph that does (ONNX scoping; a subgraph's input, initializer
 of the same name shadows the outer one).
 
 :class:`UsedBy` walks only the nodes that hold subgraphs (``nodes_with_contents``: a lazy node
-list is not built for it) and every node of the subgraphs. No UI here.
+list is not built for it) and every node of the subgraphs.
+
+Function bodies are scopes too (:meth:`UsedBy.function_uses`): a value of a function (one of
+its inputs or a body node's output) is read by the body's nodes and by nodes inside their
+subgraphs; the function's callers are not resolved. No UI here.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ..format.schema import Graph, Model, Node, nodes_with_contents
+from ..format.schema import Function, Graph, Model, Node, nodes_with_contents
 
 __all__ = ["Use", "UsedBy"]
 
@@ -37,13 +41,16 @@ class Use:
     """One node reading a value."""
 
     node: Node
-    graph: Graph
-    """The graph holding ``node``."""
+    graph: Graph | None
+    """The graph holding ``node`` (None: the body of :attr:`function`)."""
     via: Node | None = None
     """For a read from an enclosing graph: the node of the value's own graph whose subgraph holds
     ``node`` (an If, Loop, Scan...); None for a direct read."""
     depth: int = 0
     """0: a node of the value's own graph; 1: in a subgraph of one of its nodes; 2: one deeper..."""
+    function: Function | None = None
+    """The function whose value is read (its body node, or a node inside that node's subgraph); None
+    for a graph's value."""
 
     @property
     def where(self) -> str:
@@ -62,6 +69,7 @@ class UsedBy:
         self.facts = facts
         self._outer: dict[tuple[int, str], list[Use]] = {}
         self._graphs: dict[int, Graph] = {}
+        self._functions: dict[int, tuple[Function, dict[str, list[Use]]]] = {}
         self.complete = False
         self._lock = threading.Lock()
 
@@ -71,15 +79,11 @@ class UsedBy:
             if self.complete:
                 return self
             self._outer.clear()
+            self._functions.clear()
             self._cancel = cancel
             self._scope(self.model.graph, top=True)
             for f in self.model.functions:
-                # function bodies: their nodes' subgraphs may read the function's names; those reads
-                # are not attributed (functions have no tree entries for values), deeper ones are
-                for n in f.nodes:
-                    for a in n.attributes:
-                        for sub in a.graphs():
-                            self._scope(sub, top=False)
+                self._function_scope(f)
             self.complete = not (cancel is not None and cancel.is_set())
         return self
 
@@ -119,7 +123,30 @@ class UsedBy:
                             free.setdefault(name, []).extend(deeper)
         return free
 
+    def _function_scope(self, f: Function) -> None:
+        """Readers of ``f``'s values: its body's nodes, then nodes inside their subgraphs."""
+        readers: dict[str, list[Use]] = {}
+        for n in f.nodes:
+            for x in n.inputs:
+                if x:
+                    readers.setdefault(x, []).append(Use(n, None, None, 0, f))
+        defined = set(f.inputs)
+        defined.update(o for n in f.nodes for o in n.outputs if o)
+        for n in f.nodes:
+            for a in n.attributes:
+                for sub in a.graphs():
+                    for name, uses in self._scope(sub, top=False).items():
+                        if name in defined:  # else: a name nothing in the function defines
+                            readers.setdefault(name, []).extend(Use(u.node, u.graph, n, u.depth + 1, f) for u in uses)
+        self._functions[id(f)] = (f, readers)
+
     # -------------------------------------------------------------- queries
+    def function_uses(self, f: Function, name: str) -> list[Use]:
+        """Every reader of ``name`` (an input of ``f`` or a body node's output): the body's nodes
+        first (stored order), then nodes inside their subgraphs (each with the body node holding it)."""
+        hit = self._functions.get(id(f))
+        return list(hit[1].get(name, ())) if hit is not None and hit[0] is f else []
+
     def outer(self, g: Graph, name: str) -> list[Use]:
         """Readers of ``name`` (defined in ``g``) inside subgraphs of ``g``'s nodes, at any depth."""
         return list(self._outer.get((id(g), name), ())) if self._graphs.get(id(g)) is g else []

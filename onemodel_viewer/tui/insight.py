@@ -27,7 +27,7 @@ from ..analysis.params import ParamCounts, count_graph, count_model
 from ..analysis.shapes import Inferred, constant_output_type, infer_types, inference_helper
 from ..analysis.usedby import Use, UsedBy
 from ..format.document import Document
-from ..format.schema import Graph, Node, SparseTensor, Tensor, Type, ValueInfo
+from ..format.schema import Function, Graph, Node, SparseTensor, Tensor, Type, ValueInfo
 from .entries import Entry
 from .safe import human_size, safe_str, safe_text
 
@@ -155,6 +155,10 @@ class Insight:
             return None
         return self.used_by.uses(g, name)
 
+    def function_uses(self, f: Function, name: str) -> list[Use] | None:
+        """Readers of a value of function ``f`` (None while the used-by map is being built)."""
+        return None if self.used_by is None else self.used_by.function_uses(f, name)
+
     def direct_uses(self, g: Graph, name: str) -> list[Use]:
         f = self.facts.of(g)
         return [Use(g.nodes[i], g, None, 0) for i in f.consumers.get(name, ())]
@@ -209,6 +213,10 @@ class Insight:
             return out
         if k == "node" and isinstance(e.obj, Node) and g is not None:
             return self._node_subgraph_readers(g, e.obj)
+        if k == "node" and isinstance(e.obj, Node) and isinstance(e.function, Function):
+            return self._function_lines(e.function, [o for o in e.obj.outputs if o])
+        if k == "function" and isinstance(e.obj, Function):
+            return self._function_lines(e.obj, list(e.obj.inputs))
         if k == "graph" and isinstance(e.obj, Graph):
             return self._params_lines(self.graph_params(e.obj), "parameters (this graph and its subgraphs)")
         if k == "model":
@@ -252,6 +260,29 @@ class Insight:
             lines.append((t, u.where))
         if len(listed) > USED_BY_SHOWN:
             lines.append((Text(f"  … {len(listed) - USED_BY_SHOWN:,} more: u lists them all", style="dim"), None))
+        return lines
+
+    def _function_lines(self, f: Function, names: list[str]) -> list[tuple[Text, Any]]:
+        """``used by`` for values of function ``f``: its body's readers and those inside their subgraphs."""
+        lines: list[tuple[Text, Any]] = []
+        for name in names:
+            head = Text("used by".ljust(10), style="bold")
+            head.append_text(safe_text(name, limit=60))
+            uses = self.function_uses(f, name)
+            if uses is None:
+                head.append("  computing…", style="dim")
+                lines.append((head, None))
+                continue
+            inner = sum(1 for u in uses if u.via is not None)
+            head.append(f"  {len(uses):,} node{'s' if len(uses) != 1 else ''} of the function"
+                        + (f" ({inner:,} inside subgraphs)" if inner else ""), style="dim" if uses else "yellow")
+            lines.append((head, None))
+            for u in uses[:USED_BY_SHOWN]:
+                t = Text("  → ", style="dim")
+                t.append_text(use_text(u))
+                lines.append((t, u.where))
+            if len(uses) > USED_BY_SHOWN:
+                lines.append((Text(f"  … {len(uses) - USED_BY_SHOWN:,} more: u lists them all", style="dim"), None))
         return lines
 
     def _node_subgraph_readers(self, g: Graph, n: Node) -> list[tuple[Text, Any]]:
@@ -360,9 +391,12 @@ class InsightActions:
     def action_used_by(self) -> None:
         from .used_by_screen import UsedByScreen
 
-        e = self._current("tensor", "sparse", "value", "node")
+        e = self._current("tensor", "sparse", "value", "node", "function")
         ins = self.insight
-        if e is None or ins is None or e.graph is None:
+        if e is not None and ins is not None and e.graph is None and isinstance(e.function, Function):
+            self._function_used_by(ins, e)
+            return
+        if e is None or ins is None or e.graph is None or e.kind == "function":
             self._warn("select a value, an initializer or a node first")
             return
         names = [o for o in e.obj.outputs if o] if e.kind == "node" else [e.obj.name]
@@ -373,6 +407,24 @@ class InsightActions:
                 uses = ins.direct_uses(e.graph, name)
                 self.notify("readers inside subgraphs are still being computed", timeout=3)  # type: ignore[attr-defined]
             rows.extend((name, u) for u in uses)
+
+        def done(where: str | None) -> None:
+            if where:
+                self.reveal(where)  # type: ignore[attr-defined]
+
+        self.push_screen(UsedByScreen(names, rows), done)  # type: ignore[attr-defined]
+
+    def _function_used_by(self, ins: Insight, e: Entry) -> None:
+        """``u`` on a function (its inputs and outputs) or a node of its body (its outputs)."""
+        from .used_by_screen import UsedByScreen
+
+        f = e.function
+        names = list(f.inputs) + list(f.outputs) if e.kind == "function" else [o for o in e.obj.outputs if o]
+        if ins.used_by is None:
+            ins.start()
+            self._warn("the readers inside functions are still being computed; try again in a moment")
+            return
+        rows = [(name, u) for name in names for u in ins.function_uses(f, name) or ()]
 
         def done(where: str | None) -> None:
             if where:

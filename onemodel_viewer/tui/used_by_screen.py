@@ -46,7 +46,7 @@ class UsedByScreen(ModalScreen[str | None]):
         table.add_columns("value", "op", "node", "in")
         for i, (name, u) in enumerate(self.rows):
             if u.via is None:
-                scope = Text("this graph", style="dim")
+                scope = Text("this function" if u.function is not None else "this graph", style="dim")
             else:
                 scope = Text("inside ", style="dim")
                 scope.append_text(safe_text(u.via.op, limit=20))
