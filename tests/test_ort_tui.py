@@ -219,3 +219,51 @@ def _at_add(pilot):
 @pytest.mark.parametrize("size", [(80, 24), (120, 40)])
 def test_snapshot_ort_node_detail(snap_compare, size):
     assert snap_compare(make_app(str(BASE)), terminal_size=size, run_before=_at_add(None))
+
+
+@aio
+async def test_saved_runtime_optimizations_of_a_real_file(tmp_path):
+    """A QDQ Conv converted by ONNX Runtime with --optimization_style Runtime: its saved record (QDQ selector,
+    action Conv, producing QLinearConv) is listed, its node indices link to the nodes, the empty slot is named."""
+    ort = pytest.importorskip("onnxruntime")
+    onnx = pytest.importorskip("onnx")
+    import subprocess
+    import sys
+
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+
+    inits = [numpy_helper.from_array(np.array(0.1, np.float32), "xs"), numpy_helper.from_array(np.array(128, np.uint8), "xz"),
+             numpy_helper.from_array(np.full((4, 3, 3, 3), 7, np.uint8), "w"),
+             numpy_helper.from_array(np.array(0.05, np.float32), "ws"), numpy_helper.from_array(np.array(128, np.uint8), "wz"),
+             numpy_helper.from_array(np.array(0.2, np.float32), "ys"), numpy_helper.from_array(np.array(128, np.uint8), "yz")]
+    nodes = [helper.make_node("DequantizeLinear", ["x", "xs", "xz"], ["xf"], name="dqx"),
+             helper.make_node("DequantizeLinear", ["w", "ws", "wz"], ["wf"], name="dqw"),
+             helper.make_node("Conv", ["xf", "wf"], ["yf"], name="conv", pads=[1, 1, 1, 1]),
+             helper.make_node("QuantizeLinear", ["yf", "ys", "yz"], ["y"], name="qy")]
+    g = helper.make_graph(nodes, "qdq", [helper.make_tensor_value_info("x", TensorProto.UINT8, [1, 3, 8, 8])],
+                          [helper.make_tensor_value_info("y", TensorProto.UINT8, [1, 4, 8, 8])], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    onnx.save(m, str(tmp_path / "qdq.onnx"))
+    subprocess.run([sys.executable, "-m", "onnxruntime.tools.convert_onnx_models_to_ort", "--optimization_style",
+                    "Runtime", "--", str(tmp_path / "qdq.onnx")], check=True, capture_output=True, cwd=tmp_path)
+    assert ort  # the converter is onnxruntime's
+    app = make_app(str(tmp_path / "qdq.with_runtime_opt.ort"))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        group, tree = _ort_group(app)
+        assert "1 optimizations" in group.label.plain
+        node = tree.node_for(group)
+        (opt_group,) = [k for k in tree.populate(node) if k.label.plain.startswith("runtime optimizations")]
+        (rec,) = opt_group.children()
+        app.show_entry(rec)
+        lines = detail(app)
+        assert lines[:2] == ["QDQSelectorActionTransformer", "action    Conv"]
+        assert "produces  :QLinearConv:10" in lines
+        assert "  (empty: an optional slot with no node)" in lines
+        pane = app.query_one(DetailPane)
+        i = next(j for j, x in enumerate(lines) if x.startswith("  node ") and " Conv conv" in x)
+        app.follow(pane.link_at(i))
+        await settle(pilot)
+        assert app.current.kind == "node" and app.current.obj.name == "conv"

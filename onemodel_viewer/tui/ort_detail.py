@@ -30,6 +30,8 @@ Line = tuple[Text, Any]
 NODE_TYPES = {0: "Primitive", 1: "Fused"}
 MAX_LINKS = 16
 """Nodes listed per kernel entry or optimization record."""
+EMPTY_NODE_INDEX = 0xFFFFFFFF
+"""A runtime optimization's node index for an optional slot with no node (ORT's ``NodesToOptimizeIndices``)."""
 
 
 def _kv(key: str, value: Text | str, link: Any = None, width: int = 10) -> Line:
@@ -72,6 +74,7 @@ class OrtDetail:
         self.facts = doc.extra
         self._nodes_of_kernel: dict[str, list] | None = None
         self._node_at_index: dict[tuple[str, int], str] | None = None
+        self._node_of_where: dict[str, Any] | None = None
 
     # -- entry point
     def lines(self, e: Entry) -> list[Line]:
@@ -171,9 +174,26 @@ class OrtDetail:
         lines.append(_kv("nodes", f"{len(r.node_indices):,} node indices"))
         at = self.node_at_index()
         for i in r.node_indices[:MAX_LINKS]:
+            if i == EMPTY_NODE_INDEX:
+                lines.append((Text("  (empty: an optional slot with no node)", style="dim"), None))
+                continue
             where = at.get((r.graph, i))
-            lines.append((Text(f"  node index {i}" + ("" if where else "  (no such node)"), style="" if where else "red"), where))
+            node = self.node_record(where) if where else None
+            t = Text(f"  node {i} ")
+            if node is None:
+                t.append("(no such node)", style="red")
+            else:
+                t.append_text(safe_text(node.op, style="green", limit=30))
+                t.append(" ")
+                t.append_text(safe_text(node.name or "(unnamed)", limit=60))
+            lines.append((t, where if node is not None else None))
         return lines
+
+    def node_record(self, where: str):
+        """The node at ``where`` (every graph's nodes, indexed on first use)."""
+        if self._node_of_where is None:
+            self._node_of_where = {n.where: n for nodes in self.nodes_of_kernel().values() for n in nodes}
+        return self._node_of_where.get(where)
 
     def nodes_of_kernel(self) -> dict[str, list]:
         """op id (``domain:op:since``) -> the nodes using it, every graph."""
