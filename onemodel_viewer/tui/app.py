@@ -152,6 +152,7 @@ class OneModelApp(BackgroundWork, SearchActions, InsightActions, EditActions, Ap
 
     def on_unmount(self) -> None:
         self._background_cancel.set()
+        self._manifest_spans.close()
 
     # ------------------------------------------------------------------ compose / setup
     def compose(self) -> ComposeResult:

@@ -2,7 +2,8 @@
 
 No Textual here: :class:`ManifestSpans` is asked from the viewer's ``locate`` worker thread (one
 look-up at a time); it keeps one :class:`~onemodel_viewer.format.manifest_locate.Locator` per
-document, made on the first look-up, and gives up as soon as the selection moves on.
+document, made on the first look-up, and gives up as soon as the selection moves on. A manifest
+over :data:`CHILD_BYTES` is looked up in a child process instead (:mod:`.locate_child`).
 """
 
 from __future__ import annotations
@@ -12,7 +13,11 @@ from typing import Callable
 
 from ..format.document import Document
 
-__all__ = ["ManifestSpans"]
+__all__ = ["CHILD_BYTES", "ManifestSpans"]
+
+CHILD_BYTES = 16 << 20
+"""Manifests larger than this are looked up in a child process: here, the copy and the decode of a
+139 MB manifest held the interpreter from the UI thread 0.3-4 s, its walks were a third busy thread."""
 
 
 class ManifestSpans:
@@ -20,8 +25,17 @@ class ManifestSpans:
 
     def __init__(self) -> None:
         self._locator = None
+        self._child = None
         self._doc: Document | None = None
         self._lock = threading.Lock()
+
+    def close(self) -> None:
+        """End the child process, if one runs (the next look-up starts again)."""
+        child = self._child
+        if child is not None:
+            child.close()  # first: a look-up holding the lock may be waiting on it
+        with self._lock:
+            self._child = self._locator = self._doc = None
 
     def span(self, doc: Document | None, where: str, is_current: Callable[[], bool],
              cancelled: Callable[[], bool]) -> tuple[int, int] | None:
@@ -32,22 +46,32 @@ class ManifestSpans:
         m0, mlen = doc.manifest_span
         try:
             with self._lock:
-                if self._locator is None or self._doc is not doc:
+                if self._doc is not doc:
                     mlen = max(0, min(mlen, doc.size - m0))
-                    data = doc.storage.read(m0, mlen)
-                    from ..format.manifest_locate import Locator
-
                     # a diagnose open that parsed the manifest has looked for duplicate keys: with
                     # none, a look-up may stop at the first match (no need to skip a whole graph)
                     unique = (
                         doc.mode == "diagnose" and doc.model is not None
                         and not any(f.code == "duplicate-key" for f in doc.findings)
                     )
-                    self._locator = Locator(data, unique_keys=unique, background=True)
+                    if self._child is not None:
+                        self._child.close()
+                    self._locator = self._child = None
+                    if mlen > CHILD_BYTES and doc.path:
+                        from .locate_child import LocateChild
+
+                        self._child = LocateChild(doc.path, m0, mlen, unique)
+                    else:
+                        from ..format.manifest_locate import Locator
+
+                        self._locator = Locator(doc.storage.read(m0, mlen), unique_keys=unique, background=True)
                     self._doc = doc
-                locator = self._locator
                 if not is_current():
                     return None  # the selection moved on while waiting
+                if self._child is not None:
+                    found = self._child.span(where)
+                    return None if found is None else (m0 + found[0], found[1] - found[0])
+                locator = self._locator
 
                 def moved_on() -> bool:  # a thread cannot be stopped: the scan asks, now and then
                     return cancelled() or not is_current()
