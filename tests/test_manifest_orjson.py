@@ -394,6 +394,29 @@ def test_duplicates_proof_skips_the_walk_on_a_manifest_without_any(monkeypatch):
     assert walked == [1]  # a repeated key fails the proof: the walk looks
 
 
+def test_compact_is_exactly_orjsons_encoding_of_the_parse(tmp_path):
+    """``Parsed.compact``: the bytes are orjson's encoding of the value (no duplicate, no formatting), and
+    ``--check`` then proves a writer-shaped manifest canonical without reading its bytes again."""
+    value = model(graph(nodes=[node("Relu", ["a"], ["b"], name="日")], inputs=[{"name": "a"}], outputs=[{"name": "b"}]))
+    data = orjson.dumps(value)
+    assert M.parse(data).compact and M.parse(memoryview(data)).compact
+    assert not M.parse(data, duplicates=False).compact  # not looked for
+    for other in (json.dumps(value).encode(), data + b"\n", data[:-1] + b',"graph":' + orjson.dumps(value["graph"]) + b"}"):
+        p = M.parse(other)
+        assert not p.compact and p.value == value
+    assert M.parse(data[:-1] + b',"graph":' + orjson.dumps(value["graph"]) + b"}").duplicates  # the repeat is found
+    path = write(tmp_path, pack(data, b""))
+    doc, parsed = open_with_manifest(path)
+    try:
+        assert parsed.compact and not doc.problems
+        read = []
+        real = doc.storage.read
+        doc.storage.read = lambda o, n: read.append((o, n)) or real(o, n)
+        assert layout.noncanonical(doc, parsed) is None and read == []
+    finally:
+        doc.close()
+
+
 def test_duplicates_deeper_than_orjson_writes_are_found():
     """orjson writes at most 254 levels: deeper manifests skip the proof and walk the bytes."""
     data = b'{"x":' + b"[" * 900 + b'{"k":1,"k":2}' + b"]" * 900 + b"}"

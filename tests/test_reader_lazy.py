@@ -123,6 +123,11 @@ MUTATIONS = {
     "attributes-object": _set((["attributes"], {})),
     "attribute-not-object": _set((["attributes"], [3])),
     "attribute-extra-key": _set((["attributes"], [{"name": "a", "type": 2, "value": 1, "doc": "d"}])),
+    "attribute-defaults-written": _set((["attributes"], [{"name": "a", "type": 2, "value": 1, "doc": "", "ref": ""}])),
+    "attribute-doc-int": _set((["attributes"], [{"name": "a", "type": 2, "value": 1, "doc": 5}])),
+    "attribute-ref-int": _set((["attributes"], [{"name": "a", "type": 2, "value": 1, "ref": 0}])),
+    "attribute-ref-and-value": _set((["attributes"], [{"name": "a", "type": 2, "value": 1, "ref": "r"}])),
+    "attribute-no-value": _set((["attributes"], [{"name": "a", "type": 2, "doc": ""}])),
     "attribute-type-bool": _set((["attributes"], [{"name": "a", "type": True, "value": 1}])),
     "attribute-type-unknown": _set((["attributes"], [{"name": "a", "type": 99, "value": 1}])),
     "attribute-name-int": _set((["attributes"], [{"name": 1, "type": 2, "value": 1}])),
@@ -185,6 +190,30 @@ def test_plain_nodes_wait_and_nodes_with_tensors_are_built_records(big):
         nodes[40]
     assert not nodes.built  # none of that built the list
     assert sorted(nodes.built_records()) == [3, 22, 39]
+
+
+def test_nodes_written_with_their_defaults_stay_lazy(tmp_path, monkeypatch):
+    """Another writer's file (every optional field written at its default: ``doc: ""`` on nodes and
+    attributes, ``ref: ""``) builds no node record at open. It used to build every node with an
+    attribute at open (an attribute had to be exactly {name, type, value})."""
+    monkeypatch.setattr(reader, "BULK_NODES", 32)
+    m = _chain_model()
+    del m["graph"]["nodes"][22]  # the one TENSOR attribute (always built at open)
+    for i, n in enumerate(m["graph"]["nodes"]):
+        n["doc"] = ""
+        n["inputs"] = [f"v{i}"]
+        n["outputs"] = [f"v{i + 1}"]
+        for a in n["attributes"]:
+            a.update(doc="", ref="")
+    m["graph"]["outputs"] = [{"name": "v39"}]
+    doc = omf.open(write(tmp_path, pack(m, b"\0" * 8)))
+    try:
+        nodes = doc.model.graph.nodes
+        assert isinstance(nodes, NodeList) and nodes.built_records() == {}
+        assert nodes[2].attributes[0].name == "perm" and nodes[2].attributes[0].value == (1, 0)
+        assert nodes[3].attributes[0].value == (0, 0x7FC00001, 0xFFFFFFFF)
+    finally:
+        doc.close()
 
 
 def test_checks_of_check_do_not_build_the_records(tmp_path, monkeypatch):

@@ -430,15 +430,17 @@ def noncanonical(doc: Document, parsed=None) -> Finding | None:
     """
     if doc.model is None or doc.problems or doc.manifest_span is None or doc.storage is None:
         return None
+    from ..format.canonical import canonical_structure, canonical_text, writer_difference
+
+    # the structure first: another writer's key order fails it at the first object
+    structured = parsed is not None and canonical_structure(parsed.value)
+    if structured and parsed.compact:  # the bytes are orjson's encoding of the parse: what writer_difference compares
+        return None
     mo, ml = doc.manifest_span
     try:
         have = doc.storage.read(mo, ml)
     except (FormatError, ValueError):
         return None
-    from ..format.canonical import canonical_structure, canonical_text, writer_difference
-
-    # the structure first: another writer's key order fails it at the first object
-    structured = parsed is not None and canonical_structure(parsed.value)
     if structured and parsed.checked_duplicates and not parsed.duplicates and canonical_text(have):
         return None
     try:

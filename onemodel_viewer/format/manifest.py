@@ -102,14 +102,17 @@ def _reject_constant(name: str):
 class Parsed:
     """A parsed manifest: the top-level object and the objects that had duplicate keys."""
 
-    __slots__ = ("value", "duplicates", "checked_duplicates")
+    __slots__ = ("value", "duplicates", "checked_duplicates", "compact")
 
-    def __init__(self, value: dict, duplicates: list, checked_duplicates: bool = True) -> None:
+    def __init__(self, value: dict, duplicates: list, checked_duplicates: bool = True, compact: bool = False) -> None:
         self.value = value
         self.duplicates = duplicates
         """``[(dict, [key, ...]), ...]``: each object of ``value`` that repeated a key, and the repeated keys."""
         self.checked_duplicates = checked_duplicates
         """Whether ``duplicates`` was detected (``parse(duplicates=False)`` leaves it empty, unknown)."""
+        self.compact = compact
+        """True when the manifest bytes are exactly orjson's compact encoding of ``value`` (found while
+        detecting duplicates; False when not known): then no key repeats and no byte is formatting."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -199,8 +202,10 @@ def parse(data, base: int = 64, duplicates: bool = True) -> Parsed:
         value = _orjson().loads(data)
     except _orjson().JSONDecodeError as e:
         value = _refused(data, base, e.pos, e.msg)  # raises, or the standard library's value
-    dups = _duplicates(data, value) if duplicates else []
-    return Parsed(value, dups, duplicates)
+    if not duplicates:
+        return Parsed(value, [], False)
+    dups, compact = _duplicates(data, value)
+    return Parsed(value, dups, True, compact)
 
 
 def _not_an_object(data, base: int, start: int) -> FormatError:
@@ -411,25 +416,31 @@ def _lone_surrogate(data, pos: int) -> tuple[str, int, str] | None:
     return None
 
 
-def _duplicates(data, value: dict) -> list:
-    """``Parsed.duplicates`` of valid JSON ``data`` whose parse is ``value``.
+def _duplicates(data, value: dict) -> tuple[list, bool]:
+    """(``Parsed.duplicates``, ``Parsed.compact``) of valid JSON ``data`` whose parse is ``value``.
 
-    Cheap proof first: orjson writes one ``:`` per key of ``value`` plus those inside its strings;
+    Cheapest proof first: ``data`` is orjson's encoding of ``value`` (a memcmp; a repeated key would
+    be missing from the encoding), as for every file this project's writer wrote. Then:
+    orjson writes one ``:`` per key of ``value`` plus those inside its strings;
     ``data`` holds one per key it spells out plus those inside its strings (a ``\\u003a`` escape
     is a ``:`` too: counted, perhaps too many). A dropped duplicate loses its key (and maybe its
     value's keys and strings), so equal counts prove there was none (~3 ms for 2.3 MB). Else the
     byte walk, linear, no recursion.
     """
     try:
-        written = _orjson().dumps(value).count(b":")
+        encoded = _orjson().dumps(value)
     except _orjson().JSONEncodeError:  # deeper than orjson writes (255 levels)
-        written = -1
-    if written >= 0:
+        encoded = None
+    if encoded is not None:
+        if encoded == data:
+            return [], True
+        written = encoded.count(b":")
+        del encoded
         spelt = _count(data, b":")
         if _count(data, b"\\"):
             spelt += _count(data, b"\\u003a") + _count(data, b"\\u003A")
         if written == spelt:
-            return []
+            return [], False
     out = []
     for steps, keys in _duplicate_keys(data):
         d = value
@@ -437,7 +448,7 @@ def _duplicates(data, value: dict) -> list:
             d = d[s]
         if type(d) is dict:
             out.append((d, keys))
-    return out
+    return out, False
 
 
 def _count(data, needle: bytes) -> int:
