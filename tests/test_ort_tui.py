@@ -127,6 +127,9 @@ async def test_tree_group_and_version_entry():
         group, tree = _ort_group(app)
         assert group.label.plain == "ONNX Runtime  format 6 · 4 kernel ops · 0 optimizations"
         assert [r.kind for r in tree.roots][:3] == ["model", "ort", "graph"]
+        from onemodel_viewer.tui.info_bar import document_parts
+
+        assert "ort format 6" in [t.plain for t, *_ in document_parts(app.document, 2, 5)]
         assert any(line.startswith("format    6") for line in detail(app))  # the model's detail: the first screen
         entry = app.reveal("InferenceSession.ort_version")
         await settle(pilot)

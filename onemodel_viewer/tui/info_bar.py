@@ -96,8 +96,13 @@ def document_parts(doc: Document, tensors: int, nodes: int) -> list[tuple[Text, 
     parts.append((Text(" ") + safe_text(os.path.basename(doc.path), style="bold", limit=60), 90, True))
     parts.append((Text(f"  {human_size(doc.size)}", style="dim"), 40, True))
     bad_magic = doc.header is None and any(p.where == "header.magic" for p in doc.problems)
+    source = Text(doc.source, style="dim")
+    ort_version = getattr(doc.extra, "version", "") if doc.source == "ort" else ""
+    if ort_version:  # the ORT format version (from the file: made visible)
+        source.append(" format ", style="dim")
+        source.append_text(safe_text(ort_version, style="dim", limit=12))
     parts.append((Text("not a OneModel file (bad magic)", style="bold red") if bad_magic and doc.source == "onemodel"
-                  else Text(doc.source, style="dim"), 95 if bad_magic else 30, False))
+                  else source, 95 if bad_magic else 30, False))
     parts.append((Text(f"{tensors:,} tensor{'s' if tensors != 1 else ''}", style="dim"), 50, False))
     parts.append((Text(f"{nodes:,} node{'s' if nodes != 1 else ''}", style="dim"), 60, False))
     if doc.problems:
