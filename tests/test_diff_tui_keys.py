@@ -94,6 +94,7 @@ def test_search_finds_entries_of_either_side():
         async with app.run_test(size=(120, 40)) as pilot:
             await _settle(app, pilot)
             tree = app.query_one(DiffTree)
+            assert app._search_index is not None  # indexed in a thread once the structure was matched
             await pilot.press("slash")
             await pilot.pause()
             await pilot.press(*"ext_w", "enter")

@@ -238,3 +238,33 @@ def test_e2e_insight_views_on_a_real_model(tmux_factory, tmp_path):
     t.keys("i")
     t.wait_for("u16")
     t.keys("q")
+
+
+def test_e2e_diff_mode_help_goto_bytes_search(tmux_factory):
+    """Diff mode: ?, g, d, /, ] did nothing (the footer showed only q, f, n, N) in the installed command."""
+    a, b = need(ROOT / "testdata" / "valid" / "showcase.onemodel"), need(ROOT / "testdata" / "valid" / "external.onemodel")
+    t = tmux_factory("--diff", a, b)
+    t.wait_for("differences:")
+    screen = t.wait_for("? Help")  # the footer
+    assert "/ Search" in screen and "g Go to" in screen
+    t.keys("?")
+    t.wait_for("onemodel-view --diff — keys")
+    t.keys("Escape")
+    t.wait_until(lambda s: "--diff — keys" not in s, "the help closed")
+    t.keys("g")
+    t.wait_for("file size")
+    t.keys("0x40", literal=True)
+    t.keys("Enter")
+    # both panes (locked) at 0x40, each naming what owns that byte
+    t.wait_until(lambda s: s.count("─ 0x40  manifest") == 2, "both panes at 0x40")
+    t.keys("d")  # the next byte that differs: both cursors on it, marked ≠
+    screen = t.wait_until(lambda s: s.count("≠") == 2, "both cursors on a differing byte")
+    t.keys("/")
+    t.wait_for("Search nodes, tensors")
+    t.keys("embed.", literal=True)
+    t.keys("Enter")
+    t.wait_for("match 1/")
+    t.keys("]")
+    t.wait_for("match 2/")
+    t.keys("q")
+    t.wait_for("__EXITED__ 0")

@@ -208,6 +208,28 @@ class DiffActions:
             self.update_hex_captions()
 
     # ------------------------------------------------------------------ search
+    def prepare_search(self) -> None:
+        """Index both models' names off the UI thread once the structure is matched (a search before
+        that builds its own index)."""
+        if self.result is not None and len(self.docs) == 2:
+            self._index_names(self.docs[0], self.docs[1], self.result.root)
+
+    @work(thread=True, exclusive=True, group="search-index", exit_on_error=False)
+    def _index_names(self, a: Any, b: Any, root: DiffNode | None) -> None:
+        from ..analysis.diff_search import DiffSearchIndex
+
+        index = DiffSearchIndex(a, b, root, self._cancel)
+        if self._cancel.is_set():  # incomplete
+            return
+        try:
+            self.call_from_thread(self._set_diff_index, root, index)
+        except Exception:  # app shutting down
+            pass
+
+    def _set_diff_index(self, root: DiffNode | None, index: Any) -> None:
+        if self.result is not None and self.result.root is root and self._search_index is None:
+            self._search_index = index
+
     def _make_search_index(self):
         from ..analysis.diff_search import DiffSearchIndex
 

@@ -13,6 +13,13 @@ progress line above. ``c`` cancels that comparison (the tensors not compared kee
 ``…``); ``m`` lists the changed tensors by ``rel_l2`` with a bar each; a changed float
 tensor's detail shows its metrics and a histogram of b − a.
 
+The single-file viewer's screens work on both sides (tui/diff_actions.py): ``?`` help, ``/`` a
+search of both models (``]`` / ``[`` next / previous match, ``F`` the list; their names are indexed in
+a thread once the structure is matched), ``g`` go to an offset, ``s`` statistics of A and B side by
+side, ``p`` both files' problems. The hex panes (tui/diff_panes.py, tui/diff_hex.py) move together
+(``l`` unlocks them), mark the bytes that differ at their alignment, ``d`` / ``D`` go to the next /
+previous one, and the line under each names the owner of the byte under its cursor.
+
 :func:`make_diff_app` is the factory shared by the CLI and the tests.
 """
 
@@ -20,14 +27,15 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any
+from typing import Any, Iterable
 
 from rich.text import Text
 from textual import work
-from textual.app import App, ComposeResult
+from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
+from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from ..analysis.diff import ADDED, CHANGED, REMOVED, DiffCancelled, DiffNode, DiffResult, StagedDiff
@@ -198,12 +206,26 @@ class DiffApp(HexPanes, DiffActions, SearchActions, App[int]):
         self._compute()
 
     def exit(self, *args: Any, **kwargs: Any) -> None:
-        """Leave the app; the comparison still running is told to stop first."""
+        """Leave the app; the comparison, statistics and byte search still running are told to stop first."""
         self._cancel.set()
+        self.cancel_seek()
+        self.cancel_stats()
         super().exit(*args, **kwargs)
 
     def on_unmount(self) -> None:
         self._cancel.set()
+        self.cancel_seek()
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        yield from self.search_commands()
+        yield SystemCommand("Go to offset", "Move the focused hex pane (both when locked) to an offset (g)", self.action_goto)
+        yield SystemCommand("Next differing byte", "Both hex panes to the next byte that differs (d)",
+                            lambda: self.action_next_byte(1))
+        yield SystemCommand("Lock hex panes", "Move the two hex panes together / each alone (l)", self.action_toggle_lock)
+        yield SystemCommand("Statistics", "Statistics of the selected tensor in A and B (s)", self.action_stats)
+        yield SystemCommand("Problems", "Problems and findings of both files (p)", self.action_problems)
+        yield SystemCommand("Help", "Keys and colours (?)", self.action_help)
 
     def _status_text(self, state: str) -> Text:
         t = Text()
@@ -347,10 +369,14 @@ class DiffApp(HexPanes, DiffActions, SearchActions, App[int]):
         r = message.result
         assert r is not None
         first_time = self.result is None
-        self._search_index = None  # built from this result on the next search
+        new_root = first_time or r.root is not self.result.root
+        if new_root:
+            self._search_index = None  # the names of this result's entries are indexed next
         if not first_time or self._phase == "open":
             self._phase = "done"
         self.result = r
+        if new_root:
+            self.prepare_search()
         self._collect()
         status.update(self._status_text("") + self._state_text())
         tree = self.query_one(DiffTree)
