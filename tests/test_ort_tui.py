@@ -130,6 +130,8 @@ async def test_tree_group_and_version_entry():
         from onemodel_viewer.tui.info_bar import document_parts
 
         assert "ort format 6" in [t.plain for t, *_ in document_parts(app.document, 2, 5)]
+        model_kids = [k.label.plain for k in tree.populate(tree.node_for(tree.roots[0]))]
+        assert not any(k.startswith("format version") for k in model_kids)  # OneModel's format version 1 was shown
         assert any(line.startswith("format    6") for line in detail(app))  # the model's detail: the first screen
         entry = app.reveal("InferenceSession.ort_version")
         await settle(pilot)

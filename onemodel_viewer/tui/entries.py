@@ -165,9 +165,10 @@ class EntryFactory:
 
         def kids() -> list[Entry]:
             out = []
-            facts = [("producer", m.producer_name + (" " + m.producer_version if m.producer_version else "")),
-                     ("format version", str(m.format_version)), ("ir_version", str(m.ir_version)),
-                     ("model_version", str(m.model_version))]
+            facts = [("producer", m.producer_name + (" " + m.producer_version if m.producer_version else ""))]
+            if self.doc.source == "onemodel":  # the OneModel format's own version (an .ort has its own: its group)
+                facts.append(("format version", str(m.format_version)))
+            facts += [("ir_version", str(m.ir_version)), ("model_version", str(m.model_version))]
             if m.domain:
                 facts.append(("domain", m.domain))
             if m.doc:
