@@ -138,3 +138,30 @@ async def test_gc_back_on_at_the_first_screen_when_there_is_no_job():
         gc.unfreeze()
         if was:
             gc.enable()
+
+
+def test_the_viewer_process_leaves_without_freeing_the_model(monkeypatch):
+    """Once the viewer's app has returned, the process ends with os._exit (as the one-shot commands do):
+    the normal interpreter exit freed the whole model first (10^6 nodes: ~1.7 s after the screen's end)."""
+    import os
+    import sys
+
+    from onemodel_viewer import cli
+    from onemodel_viewer.tui import app as app_module
+
+    class Left(Exception):
+        pass
+
+    def fake_exit(code):
+        raise Left(code)
+
+    monkeypatch.setattr(app_module, "run_viewer", lambda path: 3)
+    monkeypatch.setattr(os, "_exit", fake_exit)
+    monkeypatch.setattr(cli, "_viewer_returned", False)
+    monkeypatch.setattr(sys, "argv", ["onemodel-view", SHOWCASE])
+    try:
+        cli.entry()
+    except Left as e:
+        assert e.args == (3,)
+    else:
+        raise AssertionError("entry() returned")
