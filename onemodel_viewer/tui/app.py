@@ -383,7 +383,10 @@ class OneModelApp(BackgroundWork, SearchActions, InsightActions, EditActions, Ap
 
     @on(HexView.CursorMoved)
     def _hex_cursor(self, event: HexView.CursorMoved) -> None:
-        self.query_one(HexView).show_position(event.offset)
+        hexv = event.hex_view
+        if not hexv.is_attached or hexv.screen is not self.screen:
+            return  # a move queued before its screen was covered or torn down
+        hexv.show_position(event.offset)
         self.update_inspector()
 
     def owner_at(self, offset: int) -> str:
