@@ -17,6 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from onemodel_viewer.tui.app import make_app  # noqa: E402
+from onemodel_viewer.tui.diff_app import make_diff_app  # noqa: E402
 
 VALID = ROOT / "testdata" / "valid"
 HOSTILE = ROOT / "testdata" / "hostile"
@@ -88,6 +89,54 @@ SHOTS = [
 ]
 
 
+def changed_copy(tmp: Path) -> Path:
+    """showcase.onemodel with the sign of three elements of ``layers.0.attn.q.weight`` flipped (the diff picture's B),
+    beside a copy of the original (the picture shows both names, the same on every machine)."""
+    from onemodel_viewer import format as omf
+
+    src = VALID / "showcase.onemodel"
+    with omf.open(str(src)) as doc:
+        t = next(t for t in doc.model.graph.initializers if t.name == "layers.0.attn.q.weight")
+        start = t.file_offset
+    data = bytearray(src.read_bytes())
+    for element in (37, 300, 301):  # bfloat16, little endian: the sign bit is in the second byte
+        data[start + 2 * element + 1] ^= 0x80
+    (tmp / src.name).write_bytes(src.read_bytes())
+    out = tmp / "showcase-edited.onemodel"
+    out.write_bytes(bytes(data))
+    return out
+
+
+DIFF_SHOTS = [
+    ("viewer-diff.svg", ("d",)),
+    ("viewer-diff-stats.svg", ("s",)),
+]
+"""Diff mode, showcase.onemodel against :func:`changed_copy`: the keys pressed after the first screen."""
+
+
+async def shoot_diff(out: Path, name: str, keys: tuple) -> bool:
+    import os
+    import tempfile
+
+    here, dest = os.getcwd(), out.resolve()
+    with tempfile.TemporaryDirectory() as tmp:
+        b = changed_copy(Path(tmp))
+        os.chdir(tmp)  # relative names in the picture
+        try:
+            app = make_diff_app("showcase.onemodel", b.name)
+            async with app.run_test(size=(120, 40)) as pilot:
+                await settle(pilot)
+                await pilot.press(*keys)
+                await settle(pilot)
+                app.save_screenshot(filename=name, path=str(dest))
+            for d in app.docs:
+                d.close()
+        finally:
+            os.chdir(here)
+    print(out / name)
+    return True
+
+
 async def shoot(out: Path, name: str, path: Path, action) -> bool:
     if not path.exists():
         print(f"skip {name}: {path} is missing", file=sys.stderr)
@@ -112,6 +161,10 @@ async def main(out: Path, only: list[str]) -> int:
         if only and not any(o in name for o in only):
             continue
         ok &= await shoot(out, name, path, action)
+    for name, keys in DIFF_SHOTS:
+        if only and not any(o in name for o in only):
+            continue
+        ok &= await shoot_diff(out, name, keys)
     return 0 if ok else 1
 
 

@@ -228,7 +228,7 @@ def test_owner_named_under_each_cursor():
         async with app.run_test(size=(120, 40)) as pilot:
             await _settle(app, pilot)
             for side in "ab":
-                assert _subtitle(app, side).startswith("0x17  tensor w +23 [1,1] byte 4/4"), _subtitle(app, side)
+                assert _subtitle(app, side).startswith("0x17 ≠  tensor w +23 [1,1] byte 4/4"), _subtitle(app, side)
             a, _ = _views(app)
             a.focus()
             await pilot.press("left", "left", "left", "left")
@@ -253,6 +253,7 @@ def test_next_and_previous_differing_byte():
             await pilot.press("d")
             await _settle(app, pilot)
             assert (a.cursor, b.cursor) == (3000, 3000)
+            assert a.highlight is None and b.highlight is None  # no element left highlighted elsewhere
             line = a.cursor // a.bytes_per_line
             top = int(a.scroll_offset.y)
             assert top <= line < top + a.scrollable_content_region.height - 1  # shown, not on the last row

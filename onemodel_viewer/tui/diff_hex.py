@@ -164,28 +164,31 @@ class HexPair:
 
     def show_aligned(self, view: HexView, offset: int) -> None:
         """``d``: ``view`` to ``offset`` and the other pane to the byte aligned with it, locked or not."""
-        self._move_both(view, offset, self.offset_in_other(view, offset))
+        self._move_both(view, offset, self.offset_in_other(view, offset), length=0)
 
-    def _move_both(self, view: HexView, offset: int, other_offset: int | None) -> None:
+    def _move_both(self, view: HexView, offset: int, other_offset: int | None, length: int | None = None) -> None:
+        """Both cursors moved (``length`` 0: the selection's highlight dropped, the cursor marks the byte)."""
         other = self.other(view)
         self._following = True
         try:
-            view.goto(offset)  # off screen: shown a third of the way down, with context
+            view.goto(offset, length)  # off screen: shown a third of the way down, with context
             if other_offset is not None and other.storage is not None and other.file_size:
-                other.goto(max(0, min(other.file_size - 1, other_offset)))
+                other.goto(max(0, min(other.file_size - 1, other_offset)), length)
         finally:
             self._following = False
         self._last = [self.views[0].cursor, self.views[1].cursor]
 
     # ------------------------------------------------------------------ captions
     def owner_caption(self, view: HexView) -> Text | None:
-        """The box's subtitle: the cursor's offset, what owns that byte (a tensor's element), and
-        whether it differs from the other pane's byte."""
+        """The box's subtitle: the cursor's offset, ``≠`` when that byte differs from the other pane's
+        (before the owner: a long name is cut, not the mark), what owns it (a tensor's element)."""
         if view.storage is None or not view.file_size:
             return None
         off = view.cursor
         t = Text()
         t.append(f"0x{off:x}", style="bold")
+        if view.differs_at(off):
+            t.append(" ≠", style="bold red")
         owner = view.owner_at(off)
         tensor = self.tensors[self.side(view)]
         rel = off - (tensor.file_offset or 0) if tensor is not None else None
@@ -199,7 +202,5 @@ class HexPair:
             el = element_at(tensor, rel)
             if el:
                 t.append(" " + el, style="dim")
-        if view.differs_at(off):
-            t.append("  ≠", style="bold red")
         return t
 
