@@ -174,9 +174,11 @@ async def test_bad_edit_is_refused_and_nothing_changes(model):
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         doc = app.document
-        assert app.apply_edit("manifest.graph.nodes[999999].name=\"x\"") is False
+        assert app.apply_edit("manifest.graph.nodes[999999].name=\"x\"")  # parses; cannot be applied
         await settle(pilot)
-        assert app.document is doc and app.edit_session.edits == []
+        assert app.document is doc and app.edit_session.edits == [] and not app.edit_pending
+        assert app.apply_edit("manifest.graph.nodes[0].name=x") is False  # not JSON: refused at once
+        assert app.edit_session.edits == []
 
 
 @aio

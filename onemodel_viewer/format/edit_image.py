@@ -25,7 +25,7 @@ from typing import NamedTuple
 from .document import HEADER_FIELDS, HEADER_SIZE
 from .errors import FormatError, Kind
 from .header import MAGIC
-from .manifest_locate import locate
+from .manifest_locate import Locator
 from .manifest_path import join, split_path
 from .output import atomic_output, write_all
 
@@ -246,7 +246,8 @@ class Image:
         parent = "manifest"
         for s in steps[:-1]:
             parent = f"{parent}[{s}]" if isinstance(s, int) else join(parent, s)
-        pspan = locate(data, parent)
+        finder = Locator(data)  # one walk for the parent and the value (the second look-up continues the first)
+        pspan = finder.span(parent)
         if pspan is None:
             what = "the manifest is not a JSON object this path can follow" if parent == "manifest" else f"{parent} is not in the manifest"
             raise EditError(f"{edit}: {what}")
@@ -255,7 +256,7 @@ class Image:
         last = steps[-1]
         if (opener == b"[") != isinstance(last, int) or opener not in (b"[", b"{"):
             raise EditError(f"{edit}: {parent} is not {'an array' if isinstance(last, int) else 'an object'}")
-        span = locate(data, edit.target)
+        span = finder.span(edit.target)
         value = edit.value
         if span is None:
             if value is None:

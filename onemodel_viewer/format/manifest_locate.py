@@ -97,6 +97,19 @@ class Locator:
         self._blocks: list[int] | None = None
         self._scan = _json_scanner.make_scanner(_json_decoder.JSONDecoder())
 
+    def span(self, where: str) -> tuple[int, int] | None:
+        """:func:`locate` through this locator (what earlier look-ups walked is not walked again)."""
+        found = self.nearest(where)
+        if found is None:
+            return None
+        start, end, path = found
+        steps = split_path(where)
+        if path == "manifest" and steps:
+            return None
+        if path != where and split_path(path) != steps:
+            return None
+        return start, end
+
     def nearest(self, where: str, cancelled: Callable[[], bool] | None = None) -> tuple[int, int, str] | None:
         """(start, end, path) of the deepest value on the way to ``where`` (byte offsets in the manifest).
 
@@ -327,13 +340,4 @@ def locate(data: bytes, where: str) -> tuple[int, int] | None:
     None when the path does not exist (or ``data`` is not JSON enough to follow it).
     Linear in the bytes before the value; never raises on hostile input.
     """
-    found = locate_nearest(data, where)
-    if found is None:
-        return None
-    start, end, path = found
-    steps = split_path(where)
-    if path == "manifest" and steps:
-        return None
-    if path != where and split_path(path) != steps:
-        return None
-    return start, end
+    return Locator(data).span(where)

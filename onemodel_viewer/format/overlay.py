@@ -108,6 +108,8 @@ class EditSession:
         """Edits taken back, the last one first to redo."""
         self._images: list[Image] = [self.base]
         """The image after 0, 1, ... ``len(edits)`` edits."""
+        self.version = 0
+        """Counts the changes (apply, undo, redo): a re-read is current while it has not moved."""
 
     @property
     def image(self) -> Image:
@@ -121,6 +123,7 @@ class EditSession:
         self.edits.append(e)
         self._images.append(img)
         self.undone.clear()
+        self.version += 1
         return e
 
     def undo(self) -> Edit | None:
@@ -129,6 +132,7 @@ class EditSession:
         e = self.edits.pop()
         self._images.pop()
         self.undone.append(e)
+        self.version += 1
         return e
 
     def redo(self) -> Edit | None:
@@ -139,6 +143,7 @@ class EditSession:
         img.apply(e)
         self.edits.append(e)
         self._images.append(img)
+        self.version += 1
         return e
 
     def edit_list(self) -> list[str]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from typing import Iterable
 
 from rich.text import Text
@@ -23,9 +24,9 @@ from textual import work
 from textual.app import SystemCommand
 from textual.worker import get_current_worker
 
-from ..format.edit_image import FIELD_NAMES, EditError
+from ..format.edit_image import FIELD_NAMES, EditError, parse_edit
 from ..format.errors import FormatError
-from ..format.manifest_locate import locate
+from ..format.manifest_locate import Locator
 from ..format.overlay import EditSession, verdict_change
 from .entries import Entry
 from .hex_view import HexView
@@ -55,6 +56,10 @@ class EditActions:
     edit_pending = False
     """True while the edited file is being read again."""
     _edit_generation = 0
+    """Counts the operations submitted (the UI thread's); a re-read of an older one is dropped."""
+    _edit_shown = 0
+    """The session's version the shown document was read from."""
+    _edit_turns: "_Turns | None" = None
 
     # ------------------------------------------------------------------ starting an edit
     def _session(self) -> EditSession | None:
@@ -121,23 +126,30 @@ class EditActions:
         hint = 'a JSON string of 8 characters ("ONEMODEL")' if name == "magic" else f"an integer (0x.. for hex), {size} bytes"
         self.push_screen(Prompt(f"header.{name} =", "", now, hint=hint), done)
 
+    @work(thread=True, exclusive=True, group="edit-open", exit_on_error=False)
     def _edit_manifest(self, session: EditSession, where: str) -> None:
-        from .edit_screens import JsonEditor
-
+        """Find the value's JSON text (off the UI thread: the walk is linear in the bytes before it), then edit it."""
         manifest = session.image.manifest
-        span = locate(bytes(manifest), where) if manifest is not None else None
+        span = Locator(bytes(manifest)).span(where) if manifest is not None else None
         if span is None:
-            self.notify(f"{safe_str(where, 120)} is not in the manifest's bytes", severity="warning", markup=False)
+            self._tell(f"{safe_str(where, 120)} is not in the manifest's bytes", "warning", 4)
             return
         s, e = span
         if e - s > MAX_VALUE:
-            self.notify(f"this value is {e - s:,} bytes: select a value inside it", severity="warning", markup=False)
+            self._tell(f"this value is {e - s:,} bytes: select a value inside it", "warning", 4)
             return
         try:
             value = bytes(manifest[s:e]).decode("utf-8")
         except UnicodeDecodeError:
-            self.notify("this value is not valid UTF-8: edit its bytes in the hex pane", severity="warning")
+            self._tell("this value is not valid UTF-8: edit its bytes in the hex pane", "warning", 4)
             return
+        try:
+            self.call_from_thread(self._open_json_editor, where, value)
+        except Exception:  # app shutting down
+            pass
+
+    def _open_json_editor(self, where: str, value: str) -> None:
+        from .edit_screens import JsonEditor
 
         def done(text: str | None) -> None:
             if text is not None:
@@ -147,74 +159,101 @@ class EditActions:
 
     # ------------------------------------------------------------------ applying, undo, redo
     def apply_edit(self, text: str) -> bool:
-        """Apply one edit (``--patch`` syntax) to the overlay and re-read it; False when it cannot be applied."""
+        """Apply one edit (``--patch`` syntax) to the overlay and re-read it, in a worker.
+
+        False when it does not parse; an edit that cannot be applied to this file is said when the
+        worker gets to it (and changes nothing).
+        """
         session = self._session()
         if session is None:
             return False
         try:
-            edit = session.apply(text)
+            edit = parse_edit(text)
         except EditError as e:
             self.notify(safe_str(str(e), 300), severity="error", markup=False)
             return False
-        self.notify(f"edit {len(session.edits)}: {safe_str(str(edit), 120)}", timeout=3, markup=False)
-        self._recheck()
+        self._submit(session, "apply", edit)
         return True
 
     def action_undo_edit(self) -> None:
-        session = self.edit_session
-        edit = session.undo() if session is not None else None
-        if edit is None:
+        if self.edit_session is None:
             self.notify("nothing to undo", timeout=2)
             return
-        self.notify(f"undone: {safe_str(str(edit), 120)}", timeout=3, markup=False)
-        self._recheck()
+        self._submit(self.edit_session, "undo")
 
     def action_redo_edit(self) -> None:
-        session = self.edit_session
-        edit = session.redo() if session is not None else None
-        if edit is None:
+        if self.edit_session is None:
             self.notify("nothing to redo", timeout=2)
             return
-        self.notify(f"redone: {safe_str(str(edit), 120)}", timeout=3, markup=False)
-        self._recheck()
+        self._submit(self.edit_session, "redo")
 
-    def _recheck(self) -> None:
-        session = self.edit_session
-        assert session is not None
+    def _submit(self, session: EditSession, op: str, edit=None) -> None:
+        """Run ``op`` on the session in a worker, after the operations submitted before it (a manifest
+        edit walks the manifest up to its path: ~0.2 s at the middle node of 10,000, too long for the UI thread)."""
+        if self._edit_turns is None:
+            self._edit_turns = _Turns()
         self._edit_generation += 1
         self.edit_pending = True
         self.query_one("#infobar", InfoBar).show(self._info_parts())
-        self._reread(session, session.storage(), self._edit_generation)
+        self._edit_op(session, op, edit, self._edit_generation, self._edit_turns.take())
 
-    @work(thread=True, exclusive=True, group="edit-reread", exit_on_error=False)
-    def _reread(self, session: EditSession, storage, generation: int) -> None:
-        """Read the edited file in diagnose mode (off the UI thread); a newer edit drops the result."""
+    @work(thread=True, group="edit-ops", exit_on_error=False)
+    def _edit_op(self, session: EditSession, op: str, edit, generation: int, ticket: int) -> None:
+        """One operation, in submission order; the last one submitted re-reads the edited file
+        (diagnose mode) and hands the document to the UI thread (older ones skip the re-read)."""
         from ..format.reader import open_storage
 
-        worker = get_current_worker()
+        turns = self._edit_turns
+        turns.wait(ticket)
         try:
-            doc = open_storage(session.path, storage, mode="diagnose")
-        except Exception as e:  # noqa: BLE001 - a reader bug: say so, keep the app up
-            if not worker.is_cancelled:
-                self.call_from_thread(self.notify, f"cannot read the edited file: {safe_str(str(e), 200)}",
-                                      severity="error", markup=False)
-            return
-        if worker.is_cancelled:
-            return
+            try:
+                if op == "apply":
+                    session.apply(edit)
+                    msg = f"edit {len(session.edits)}: {safe_str(str(edit), 120)}"
+                else:
+                    done = session.undo() if op == "undo" else session.redo()
+                    msg = (f"{op}ne: {safe_str(str(done), 120)}" if done is not None else f"nothing to {op}")
+                self._tell(msg, "information", 3)
+            except EditError as e:
+                self._tell(safe_str(str(e), 300), "error", 6)
+            if generation != self._edit_generation:
+                return  # a newer operation follows: it re-reads
+            version = session.version
+            doc = None
+            if version != self._edit_shown:
+                try:
+                    doc = open_storage(session.path, session.storage(), mode="diagnose")
+                except Exception as e:  # noqa: BLE001 - a reader bug: say so, keep the app up
+                    self._tell(f"cannot read the edited file: {safe_str(str(e), 200)}", "error", 6)
+            try:
+                self.call_from_thread(self._show_edited, doc, generation, version)
+            except Exception:  # app shutting down
+                pass
+        finally:
+            turns.done()
+
+    def _tell(self, message: str, severity: str, timeout: float) -> None:
         try:
-            self.call_from_thread(self._show_edited, doc, generation)
+            self.call_from_thread(self.notify, message, severity=severity, timeout=timeout, markup=False)
         except Exception:  # app shutting down
             pass
 
-    def _show_edited(self, doc, generation: int) -> None:
-        if generation != self._edit_generation:  # a newer edit is being read
+    def _show_edited(self, doc, generation: int, version: int) -> None:
+        """The UI thread: show the re-read document (None: nothing changed), keep the selection, mark problems."""
+        if generation != self._edit_generation:  # a newer operation was submitted meanwhile
+            if doc is not None:
+                doc.close()
             return
+        self.edit_pending = False
+        if doc is None:
+            self.query_one("#infobar", InfoBar).show(self._info_parts())
+            return
+        self._edit_shown = version
         old = self.document
         change = verdict_change(_Problems(old), _Problems(doc))
         where = self.current.where if self.current is not None else ""
         hexv = self.query_one(HexView)
         in_hex, cursor = hexv.has_focus, hexv.cursor
-        self.edit_pending = False
         self.edit_change = {k: v["problems"] for k, v in change.items()}
         self.load_document(doc)
         if where:
@@ -324,6 +363,29 @@ class EditActions:
         yield SystemCommand("Redo edit", "Apply the last edit taken back (ctrl+y)", self.action_redo_edit)
         yield SystemCommand("Edit list", "The edits in --patch syntax (L)", self.action_edit_list)
         yield SystemCommand("Save edited file as", "Write the edited file to a new file (S)", self.action_save_as)
+
+
+class _Turns:
+    """Tickets served in order: the edit operations' workers run one at a time, in submission order."""
+
+    def __init__(self) -> None:
+        self.cv = threading.Condition()
+        self.issued = 0
+        self.serving = 0
+
+    def take(self) -> int:
+        """The next ticket (the UI thread only)."""
+        self.issued += 1
+        return self.issued - 1
+
+    def wait(self, ticket: int) -> None:
+        with self.cv:
+            self.cv.wait_for(lambda: self.serving == ticket)
+
+    def done(self) -> None:
+        with self.cv:
+            self.serving += 1
+            self.cv.notify_all()
 
 
 class _Problems:

@@ -1,0 +1,104 @@
+"""A viewer edit's re-check: how soon the verdict updates, and the longest the UI is blocked meanwhile.
+
+``python -m benchmarks.edit_recheck [FILE] [--repeat 5]`` (default FILE: the 4G benchmark model,
+10,012 nodes, ``/tmp/omv-bench/4G/model.onemodel``; any OneModel file works).
+
+The viewer runs headless (Textual's ``run_test``, 120x40) on FILE, its background work done. Each
+repeat makes one edit through the app (``apply_edit``: an undefined input in the middle node, so
+one problem appears), then takes it back (``action_undo_edit``: the problem disappears); each is
+timed from the call to the moment the app shows the re-read document (the verdict updated, the
+tree and the hex pane on it). Meanwhile a 5 ms timer on the UI's event loop records the longest
+gap between its ticks beyond its period: the longest the UI could not answer a key.
+
+Baseline, alternating with each edit in the same run: the re-read alone, off the viewer (the same
+edited bytes from a file, ``format.open(..., mode="diagnose")`` in this process). Targets: verdict
+<= 300 ms, UI block <= 50 ms. Nothing asserts a time: pass/FAIL is printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import tempfile
+import time
+
+DEFAULT = "/tmp/omv-bench/4G/model.onemodel"
+TICK = 0.005
+
+
+async def _measure(path: str, repeat: int) -> dict:
+    from onemodel_viewer import format as omf
+    from onemodel_viewer.tui.app import make_app
+
+    app = make_app(path)
+    verdict, blocks, base = [], [], []
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        nodes = app.document.model.graph.nodes
+        where = f"{nodes[len(nodes) // 2].where}.inputs[0]"
+        state = {"last": time.perf_counter(), "worst": 0.0}
+
+        def tick() -> None:
+            now = time.perf_counter()
+            state["worst"] = max(state["worst"], now - state["last"] - TICK)
+            state["last"] = now
+
+        app.set_interval(TICK, tick)
+        tmp = os.path.join(tempfile.mkdtemp(prefix="omv-edit-"), "edited.onemodel")
+        for i in range(repeat):
+            for step in ("edit", "undo"):
+                doc = app.document
+                await asyncio.sleep(0.05)
+                state["last"], state["worst"] = time.perf_counter(), 0.0
+                t0 = time.perf_counter()
+                if step == "edit":
+                    app.apply_edit(f'{where}="undefined-{i}"')
+                else:
+                    app.action_undo_edit()
+                while app.document is doc or app.edit_pending:
+                    await asyncio.sleep(0.001)
+                verdict.append(time.perf_counter() - t0)
+                await asyncio.sleep(0.02)
+                blocks.append(state["worst"])
+                # baseline: the same bytes read again from a file, no viewer
+                app.edit_session.save_as(tmp) if app.edit_session.edits else None
+                target = tmp if app.edit_session.edits else path
+                t0 = time.perf_counter()
+                omf.open(target, mode="diagnose").close()
+                base.append(time.perf_counter() - t0)
+            appeared = app.edit_change
+        app.exit()
+    os.unlink(tmp)
+    os.rmdir(os.path.dirname(tmp))
+    return {"verdict": verdict, "block": blocks, "base": base, "last_change": appeared}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.edit_recheck", description=__doc__.split("\n\n")[0])
+    ap.add_argument("file", nargs="?", default=DEFAULT)
+    ap.add_argument("--repeat", type=int, default=5)
+    args = ap.parse_args(argv)
+    if not os.path.exists(args.file):
+        print(f"{args.file} not found: python -m benchmarks.make_models --size 4G")
+        return 1
+    load = os.getloadavg()
+    r = asyncio.run(_measure(args.file, args.repeat))
+    med = statistics.median
+    v, b, base = r["verdict"], r["block"], r["base"]
+    print(f"file {args.file} ({os.path.getsize(args.file) / 2**20:,.0f} MiB), {len(v)} re-checks (edit, undo alternating), "
+          f"load {load[0]:.1f} at start, {os.getloadavg()[0]:.1f} at end")
+    print(f"verdict updated: median {med(v) * 1e3:.0f} ms, max {max(v) * 1e3:.0f} ms "
+          f"(target <= 300 ms: {'pass' if max(v) <= 0.3 else 'FAIL'})")
+    print(f"longest UI block: median {med(b) * 1e3:.0f} ms, max {max(b) * 1e3:.0f} ms "
+          f"(target <= 50 ms: {'pass' if max(b) <= 0.05 else 'FAIL'})")
+    print(f"baseline (diagnose open of the same bytes from a file): median {med(base) * 1e3:.0f} ms; "
+          f"verdict / baseline = {med(v) / med(base):.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
