@@ -28,6 +28,7 @@ from ..format.edit_image import FIELD_NAMES, EditError, parse_edit
 from ..format.errors import FormatError
 from ..format.manifest_locate import Locator
 from ..format.overlay import EditSession, verdict_change
+from ..process import freeze_gc, pause_gc
 from .entries import Entry
 from .hex_view import HexView
 from .info_bar import InfoBar
@@ -194,6 +195,9 @@ class EditActions:
             self._edit_turns = _Turns()
         self._edit_generation += 1
         self.edit_pending = True
+        # the re-read builds ~10 records a node: collections over them in the worker would hold the
+        # interpreter (the UI) for 100s of ms; the GC stays off until the next background job ends
+        pause_gc()
         self.query_one("#infobar", InfoBar).show(self._info_parts())
         self._edit_op(session, op, edit, self._edit_generation, self._edit_turns.take())
 
@@ -246,6 +250,8 @@ class EditActions:
             return
         self.edit_pending = False
         if doc is None:
+            if not self.background_gc_held:
+                freeze_gc()
             self.query_one("#infobar", InfoBar).show(self._info_parts())
             return
         self._edit_shown = version
@@ -255,7 +261,11 @@ class EditActions:
         hexv = self.query_one(HexView)
         in_hex, cursor = hexv.has_focus, hexv.cursor
         self.edit_change = {k: v["problems"] for k, v in change.items()}
+        self.background_gc_held = True  # the GC back on (frozen) when the job load_document starts ends
         self.load_document(doc)
+        if doc.model is None:  # no job started
+            self.background_gc_held = False
+            freeze_gc()
         if where:
             self.reveal(where)
         self._mark_problems()
