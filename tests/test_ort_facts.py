@@ -71,3 +71,20 @@ def test_graph_names_are_made_up_not_a_value_name():
         assert sorted(g.name for a in if_node.attributes for g in a.graphs()) == ["else_branch", "then_branch"]
     finally:
         doc.close()
+
+
+def test_table_span_is_the_walked_table_of_each_record():
+    """table_span answers from the importer's offsets (no pass over every span on the viewer's first selection):
+    for every record it knows, the same (start, length) as the table span the walk recorded under that path."""
+    doc = omf.open(BASE)
+    try:
+        f = doc.extra
+        walked = {s[3]: (s[0], s[1]) for s in f.spans if s[2] == "table"}
+        assert len(f.tables) >= 10
+        assert {w: f.table_span(w) for w in f.tables} == {w: walked[w] for w in f.tables}
+        for n in doc.model.graph.nodes:
+            assert f.table_span(n.where) == walked[n.where]
+        assert f.table_span("InferenceSession.kernel_type_str_resolver.op_kernel_type_str_args[0]") is not None
+        assert f.table_span("no.such.record") is None
+    finally:
+        doc.close()

@@ -179,8 +179,9 @@ class OrtFacts:
 
     starts: list = field(default_factory=list, repr=False)
     """``span.start`` of each span, for bisection."""
+    tables: dict = field(default_factory=dict, repr=False)
+    """Schema path -> table offset of each model, graph, node, tensor and kernel entry (the importer's)."""
     _payload_of: dict | None = field(default=None, repr=False)
-    _table_of: dict | None = field(default=None, repr=False)
 
     def node(self, where: str) -> NodeFacts | None:
         """What ORT keeps for the node at ``where`` (``Node.where``)."""
@@ -193,10 +194,20 @@ class OrtFacts:
         return self._payload_of.get(where)
 
     def table_span(self, where: str) -> tuple[int, int] | None:
-        """(start, length) of the table of the record at ``where`` (a node, a tensor, the model...), None if none."""
-        if self._table_of is None:  # built on first use: one pass over the spans
-            self._table_of = {s[3]: (s[0], s[1]) for s in self.spans if s[2] == "table"}
-        return self._table_of.get(where)
+        """(start, length) of the table of the record at ``where`` (a node, a tensor, the model...), None if none.
+
+        O(log spans): the offset from :attr:`tables`, the length from the span starting there (a pass over
+        the ~10^6 spans of a large file took 0.2-0.9 s on the viewer's first selection)."""
+        import bisect
+
+        start = self.tables.get(where)
+        if start is None:
+            return None
+        spans = self.spans
+        for j in range(bisect.bisect_left(self.starts, start), bisect.bisect_right(self.starts, start)):
+            if spans[j][2] == "table":
+                return spans[j][0], spans[j][1]
+        return None
 
     def owner_at(self, offset: int) -> Span | None:
         """The smallest span holding ``offset`` as a :class:`Span` (spans of a sound file do not overlap)."""

@@ -96,6 +96,8 @@ class Importer:
         self.optimizations: list[RuntimeOptimization] = []
         self.version = ""
         self.version_offset: int | None = None
+        self.tables: dict[str, int] = {}
+        """Schema path -> table offset of every model, graph, node, tensor and kernel entry imported."""
 
     # -- reporting helpers
     def bad(self, kind: Kind, where: str, offset, message: str) -> None:
@@ -159,6 +161,7 @@ class Importer:
             self.finding("ort-old-version", where, off, f"ORT format version {text}: {VERSIONS[text]}")
 
     def model(self, m: dict, w: str) -> Model | None:
+        self.tables[w] = m["@"]
         opsets = []
         for i, o in enumerate(m.get("opset_import") or ()):
             ow = f"{w}.opset_import[{i}]"
@@ -183,6 +186,7 @@ class Importer:
 
     # -- graphs
     def graph(self, g: dict, w: str, level: int, doc: str = "", name: str = "main") -> Graph:
+        self.tables[w] = g["@"]
         if level > MAX_LEVEL:
             self.bad(Kind.UNSUPPORTED, w, g["@"], f"graphs nested more than {MAX_LEVEL} deep")
             return Graph(where=w)
@@ -275,6 +279,7 @@ class Importer:
 
     # -- nodes and attributes
     def node(self, n: dict, w: str, level: int) -> Node:
+        self.tables[w] = n["@"]
         if self.need(n, "op_type", "Node", w):
             op = self.text(n, "op_type", "Node", w)
         else:
@@ -348,6 +353,7 @@ class Importer:
         return SparseTensor(values, indices, dims, w)
 
     def tensor(self, t: dict, w: str) -> Tensor:
+        self.tables[w] = t["@"]
         buf = self.buf
         name = self.text(t, "name", "Tensor", w)
         doc = self.text(t, "doc_string", "Tensor", w)
@@ -409,9 +415,10 @@ class Importer:
         if r is None:
             return ()
         out = []
-        for e in r.get("op_kernel_type_str_args") or ():
+        for i, e in enumerate(r.get("op_kernel_type_str_args") or ()):
             if e is None:
                 continue
+            self.tables[f"InferenceSession.kernel_type_str_resolver.op_kernel_type_str_args[{i}]"] = e["@"]
             args = []
             for k in e.get("kernel_type_str_args") or ():
                 if k is None:

@@ -62,6 +62,7 @@ def _read(doc: Document, storage: FileStorage, report, resolve) -> None:
     facts.runtime_optimizations = tuple(imp.optimizations)
     facts.nodes = imp.nodes
     facts.payloads = tuple(imp.payloads)
+    facts.tables = imp.tables
     if model is None:
         return
     doc.model = model
