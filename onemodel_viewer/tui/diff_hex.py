@@ -12,6 +12,7 @@ under its cursor.
 from __future__ import annotations
 
 import math
+from contextlib import contextmanager
 
 from rich.text import Text
 
@@ -121,6 +122,15 @@ class HexPair:
             other.scroll_to(y=other.scroll_offset.y + step, animate=False, immediate=True)
         finally:
             self._following = False
+
+    @contextmanager
+    def quiet(self):
+        """Scrolls and moves inside are the app's (a new source laid out): the other pane does not follow."""
+        was, self._following = self._following, True
+        try:
+            yield
+        finally:
+            self._following = was
 
     def point(self, view: HexView, offset: int, length: int | None = None, cursor: int | None = None) -> None:
         """Move ``view`` for the app (a selection; ``cursor``: inside the highlight): the other does not follow."""

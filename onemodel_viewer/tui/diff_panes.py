@@ -68,7 +68,8 @@ class HexPanes:
             title += " · bytes of " + safe_str(tensor.name or "(unnamed)", 40) + " (offsets in the tensor)"
         box = self.query_one("#hexbox-" + side)
         box.border_title = title
-        self.query_one(hid, HexView).set_source(storage, bm)
+        with self.pair.quiet():  # a shorter file clamps the scroll position: not a scroll to follow
+            self.query_one(hid, HexView).set_source(storage, bm)
 
     def _jump_hex(self, dn: DiffNode) -> None:
         """Point both hex panes at the bytes of the selected entry (first differing bytes when known),
