@@ -27,6 +27,10 @@ the tensors it keeps, so a multi-GB input costs its manifest in memory and littl
 Deterministic: the same IN gives the same OUT (unless the budget ends the search early, which
 is said on stderr). Progress goes to stderr. OUT is written atomically; IN is never written.
 
+An ONNX IN is shrunk on its protobuf (:mod:`.shrink_onnx`), OUT is ONNX. An ``.ort`` IN is refused
+with the reason: there is no ``.ort`` writer, a Malformed ``.ort`` is broken in its flatbuffer encoding
+(which converting to ONNX or OneModel does not keep) and an invalid one is refused by ``--export``.
+
 Exit status: 0 OUT written; 1 IN is valid (nothing to shrink), cannot be read or shrunk, or OUT
 is IN.
 """
@@ -425,12 +429,18 @@ def run_shrink(src: str, dst: str, seconds: float = 60.0) -> int:
 
             probs = check_file(src).problems
             if probs:
-                _say(f"{src}: only the onnx.checker rejects it; shrinking ONNX files is not supported yet")
-                return 1
+                return _shrink_onnx(src, dst, probs[0], seconds, t0)
         _say(f"{src} is valid: nothing to shrink")
         return 1
-    if first.where == "file" or first.where.startswith("onnx"):
-        _say(f"{first.kind} at {first.where}: shrinking {'ONNX files' if first.where.startswith('onnx') else 'this'} is not supported")
+    source = _source(src)
+    if source == "ort":
+        _say(f"{first.kind} at {first.where}: an .ort file is not shrunk (there is no .ort writer, and its defects "
+             "are in the flatbuffer encoding, which a conversion to ONNX or OneModel does not keep)")
+        return 1
+    if source == "onnx":
+        return _shrink_onnx(src, dst, first, seconds, t0)
+    if first.where == "file":
+        _say(f"{first.kind} at {first.where}: shrinking this is not supported")
         return 1
     _say(f"target: {first.kind} at {first.where}")
     target = Target(first.kind, first.where, first.message)
@@ -480,6 +490,59 @@ def run_shrink(src: str, dst: str, seconds: float = 60.0) -> int:
         verdict = f"{e.kind} at {e.where}"
     note = " (time budget spent: not minimal)" if test.budget_spent else ""
     _say(f"{src} ({size} bytes) -> {dst} ({total} bytes): {verdict}; {test.tests} tests, "
+         f"{time.monotonic() - t0:.1f} s{note}")
+    return 0
+
+
+def _source(path: str) -> str:
+    """Which reader ``path`` goes to: ``onemodel``, ``onnx`` or ``ort`` (by its first bytes and name)."""
+    from ..format import ort
+    from ..format.reader import sniff_onemodel
+
+    try:
+        with open(path, "rb") as f:
+            first = f.read(8)
+        size = os.path.getsize(path)
+    except OSError:
+        return "onemodel"
+    if first != b"ONEMODEL" and ort.sniff(path, first):
+        return "ort"
+    return "onemodel" if sniff_onemodel(path, first, size) else "onnx"
+
+
+def _shrink_onnx(src: str, dst: str, first, seconds: float, t0: float) -> int:
+    """An ONNX IN (:mod:`.shrink_onnx`): OUT is ONNX."""
+    from ..format.reader import open_path
+    from .shrink_onnx import fails_like, masked_first_line, shrink_onnx
+
+    if first.where == "onnx":
+        _say(f"{first.kind} at onnx: IN is not a protobuf this can reduce (OUT would be IN)")
+        return 1
+    checker = masked_first_line(first.message) if first.where == "onnx.checker" else None
+    _say(f"target: {first.kind} at {first.where}" + (" (onnx.checker)" if checker else ""))
+    target = Target(first.kind, first.where, first.message)
+    front, tests, budget = shrink_onnx(src, target, checker, t0 + seconds, _say)
+    size = os.path.getsize(src)
+    if front is None:
+        _say("no smaller file fails the same way: OUT is a copy of IN")
+        copies, total, front = [(0, 0, size)], size, b""
+    else:
+        copies, total = [], len(front)
+    try:
+        _write(src, dst, front, total, copies)
+    except FormatError as e:
+        _say(f"{e.kind} at {e.where}: {e.message}")
+        return 1
+    if checker is None:
+        try:
+            open_path(dst, mode="strict").close()
+            verdict = "opens without a problem (unexpected)"
+        except FormatError as e:
+            verdict = f"{e.kind} at {e.where}"
+    else:
+        verdict = "onnx.checker fails the same way" if fails_like(dst, target, checker) else "onnx.checker passes (unexpected)"
+    note = " (time budget spent: not minimal)" if budget else ""
+    _say(f"{src} ({size} bytes) -> {dst} ({total} bytes, ONNX): {verdict}; {tests} tests, "
          f"{time.monotonic() - t0:.1f} s{note}")
     return 0
 
