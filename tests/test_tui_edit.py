@@ -290,3 +290,38 @@ async def test_rule_in_detail_and_problems_panes():
         await pilot.pause()
         row = app.screen.query_one("#problems-table").get_row_at(0)
         assert f"rule: {rule.label()}" in row[3].plain
+
+
+# ---------------------------------------------------------------------------------------------
+# snapshots
+
+
+def test_snapshot_after_an_edit(snap_compare):
+    """120x40: header.flags edited; the problem marked + in the tree, the info bar counts it."""
+    async def run_before(pilot):
+        await settle(pilot)
+        pilot.app.reveal("header.flags")
+        await settle(pilot)
+        pilot.app.apply_edit("header.flags=1")
+        await settle(pilot)
+        pilot.app.clear_notifications()
+        await pilot.pause()
+
+    assert snap_compare(make_app(str(SHOWCASE)), terminal_size=(120, 40), run_before=run_before)
+
+
+def test_snapshot_json_editor_80x24(snap_compare):
+    """80x24: the JSON editor on a node's first input, with a value that does not parse."""
+    async def run_before(pilot):
+        await settle(pilot)
+        app = pilot.app
+        node = app.document.model.graph.nodes[1]
+        app.reveal(node.where)
+        await settle(pilot)
+        app.current = type(app.current)("value", app.current.label, where=f"{node.where}.inputs[0]")
+        await pilot.press("E")
+        await settle(pilot)
+        app.screen.query_one(TextArea).text = '"unterminated'
+        await pilot.pause()
+
+    assert snap_compare(make_app(str(SHOWCASE)), terminal_size=(80, 24), run_before=run_before)
