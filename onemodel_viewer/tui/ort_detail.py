@@ -75,6 +75,7 @@ class OrtDetail:
         self._nodes_of_kernel: dict[str, list] | None = None
         self._node_at_index: dict[tuple[str, int], str] | None = None
         self._node_of_where: dict[str, Any] | None = None
+        self._kinds: dict[str, int] | None = None
 
     # -- entry point
     def lines(self, e: Entry) -> list[Line]:
@@ -135,9 +136,12 @@ class OrtDetail:
 
     def byte_map(self) -> list[Line]:
         f = self.facts
-        kinds: dict[str, int] = {}
-        for s in f.spans:
-            kinds[s[2]] = kinds.get(s[2], 0) + 1
+        if self._kinds is None:  # one pass over the spans (~10^6 in a large file), then kept
+            kinds: dict[str, int] = {}
+            for s in f.spans:
+                kinds[s[2]] = kinds.get(s[2], 0) + 1
+            self._kinds = kinds
+        kinds = self._kinds
         lines: list[Line] = [(Text("byte map", style="bold"), None)]
         lines.append(_kv("objects", " · ".join(f"{k} {n:,}" for k, n in sorted(kinds.items())) or "none"))
         lines.append(_kv("tables", f"{f.tables_visited:,} visited"))
