@@ -268,3 +268,24 @@ def test_e2e_diff_mode_help_goto_bytes_search(tmux_factory):
     t.wait_for("match 2/")
     t.keys("q")
     t.wait_for("__EXITED__ 0")
+
+
+def test_e2e_ort_file_version_provider_and_layout(tmux_factory):
+    """The installed command on an .ort file: its format version, the ONNX Runtime group, a node's execution
+    provider and its table in the hex pane, the layout screen's payload row with its alignment."""
+    t = tmux_factory(need(HOSTILE / "ort" / "base.ort"))
+    screen = t.wait_for("ort format 6")
+    assert "ONNX Runtime  format 6" in screen  # the tree's group
+    t.keys("/")
+    t.wait_for("Search nodes, tensors")
+    t.keys("add0", literal=True)
+    t.keys("Enter")
+    t.wait_for("provider  CPUExecutionProvider")
+    t.wait_for("table InferenceSession.model.graph.nodes[0] +0")  # the hex pane on the node's table
+    t.keys("l")
+    screen = t.wait_for("mod 64 = 0")
+    assert "payload" in screen
+    t.keys("Escape")
+    t.wait_until(lambda s: "mod 64 = 0" not in s, "the layout screen closed")
+    t.keys("q")
+    t.wait_for("__EXITED__ 0")
