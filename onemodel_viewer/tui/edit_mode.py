@@ -27,7 +27,7 @@ from textual.worker import get_current_worker
 from ..format.edit_image import FIELD_NAMES, EditError, parse_edit
 from ..format.errors import FormatError
 from ..format.manifest_locate import Locator
-from ..format.overlay import EditSession, verdict_change
+from ..format.overlay import EditSession, OverlayStorage, verdict_change
 from ..process import freeze_gc, pause_gc
 from .entries import Entry
 from .hex_view import HexView
@@ -314,8 +314,9 @@ class EditActions:
     def edit_parts(self) -> list[tuple[Text, int, bool]]:
         """The info bar's edit-mode part (nothing until the first edit)."""
         session = self.edit_session
-        if session is None or not (session.edits or session.undone) or session.path != self.path:
-            return []
+        doc = self.document
+        if session is None or not (session.edits or session.undone) or doc is None or not isinstance(doc.storage, OverlayStorage):
+            return []  # no edits, or the file as on disk is shown (r reloads it; the edits stay for the next one)
         n = len(session.edits)
         t = Text(f"  EDITED {n} edit{'s' if n != 1 else ''}", style="bold magenta")
         if self.edit_pending:
