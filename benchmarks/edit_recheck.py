@@ -7,7 +7,8 @@ The viewer runs headless (Textual's ``run_test``, 120x40) on FILE, its backgroun
 repeat makes one edit through the app (``apply_edit``: an undefined input in the middle node, so
 one problem appears), then takes it back (``action_undo_edit``: the problem disappears); each is
 timed from the call to the moment the app shows the re-read document (the verdict updated, the
-tree and the hex pane on it). Meanwhile a 5 ms timer on the UI's event loop records the longest
+tree and the hex pane on it; with ``--select`` the edited node is selected, and revealed again after
+the re-read). Meanwhile a 5 ms timer on the UI's event loop records the longest
 gap between its ticks beyond its period: the longest the UI could not answer a key.
 
 Baseline, alternating with each edit in the same run: the re-read alone, off the viewer (the same
@@ -28,7 +29,7 @@ DEFAULT = "/tmp/omv-bench/4G/model.onemodel"
 TICK = 0.005
 
 
-async def _measure(path: str, repeat: int) -> dict:
+async def _measure(path: str, repeat: int, select: bool = False) -> dict:
     from onemodel_viewer import format as omf
     from onemodel_viewer.tui.app import make_app
 
@@ -40,6 +41,9 @@ async def _measure(path: str, repeat: int) -> dict:
         await pilot.pause()
         nodes = app.document.model.graph.nodes
         where = f"{nodes[len(nodes) // 2].where}.inputs[0]"
+        if select:  # the edited node selected: its part of the tree is built again after each re-read
+            app.reveal(nodes[len(nodes) // 2].where)
+            await pilot.pause()
         state = {"last": time.perf_counter(), "worst": 0.0}
 
         def tick() -> None:
@@ -62,7 +66,7 @@ async def _measure(path: str, repeat: int) -> dict:
                 while app.document is doc or app.edit_pending:
                     await asyncio.sleep(0.001)
                 verdict.append(time.perf_counter() - t0)
-                await asyncio.sleep(0.02)
+                await asyncio.sleep(0.3)  # the selection restored after the first frame: inside the window
                 blocks.append(state["worst"])
                 # baseline: the same bytes read again from a file, no viewer
                 app.edit_session.save_as(tmp) if app.edit_session.edits else None
@@ -81,12 +85,13 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.edit_recheck", description=__doc__.split("\n\n")[0])
     ap.add_argument("file", nargs="?", default=DEFAULT)
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--select", action="store_true", help="select the edited node first (the viewer then reveals it again)")
     args = ap.parse_args(argv)
     if not os.path.exists(args.file):
         print(f"{args.file} not found: python -m benchmarks.make_models --size 4G")
         return 1
     load = os.getloadavg()
-    r = asyncio.run(_measure(args.file, args.repeat))
+    r = asyncio.run(_measure(args.file, args.repeat, args.select))
     med = statistics.median
     v, b, base = r["verdict"], r["block"], r["base"]
     print(f"file {args.file} ({os.path.getsize(args.file) / 2**20:,.0f} MiB), {len(v)} re-checks (edit, undo alternating), "

@@ -266,10 +266,18 @@ class EditActions:
         if doc.model is None:  # no job started
             self.background_gc_held = False
             freeze_gc()
+        self._mark_problems()
+        # the selection back after the frame with the new verdict: revealing a record deep in a large
+        # graph builds its part of the tree again (the node in the middle of 10,000: ~0.5 s of labels)
+        self.call_after_refresh(self._restore_selection, where, in_hex, cursor, generation)
+
+    def _restore_selection(self, where: str, in_hex: bool, cursor: int, generation: int) -> None:
+        if generation != self._edit_generation:
+            return
         if where:
             self.reveal(where)
-        self._mark_problems()
         if in_hex:
+            hexv = self.query_one(HexView)
             hexv.focus()
             hexv.goto(min(cursor, max(0, hexv.file_size - 1)))
 
