@@ -31,6 +31,7 @@ CORE_TESTS = (
     "tests/test_dtypes.py",
     "tests/test_external_check.py",
     "tests/test_ort_hostile.py",
+    "tests/test_ort_facts.py",
     "tests/test_writer*.py",
     "tests/test_storage.py",
     "tests/test_roundtrip.py",
