@@ -281,6 +281,9 @@ def test_added_tensor_leaves_pane_a_empty():
             await _settle(app, pilot)
             assert a.storage is None and b.storage is not None and b.file_size == 256
             assert "not here" in str(app.query_one("#hexbox-a").border_title)
+            await pilot.press("g", *"0x10", "enter")  # g goes to the pane that has bytes
+            await pilot.pause()
+            assert b.cursor == 0x10
             _select(app, 'graph.initializers["w"]')
             await _settle(app, pilot)
             assert a.storage is not None and a.file_size == 48

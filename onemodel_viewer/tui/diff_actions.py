@@ -58,9 +58,9 @@ class DiffActions:
 
     # ------------------------------------------------------------------ panes
     def focused_hex(self) -> HexView:
-        """The hex pane with the focus, else A's."""
+        """The hex pane with the focus, else A's (B's when A shows no bytes: an added tensor)."""
         a, b = self.pair.views
-        return b if b.has_focus else a
+        return b if b.has_focus or (not a.has_focus and a.storage is None and b.storage is not None) else a
 
     # ------------------------------------------------------------------ help, go to, lock
     def action_help(self) -> None:
