@@ -289,3 +289,23 @@ def test_e2e_ort_file_version_provider_and_layout(tmux_factory):
     t.wait_until(lambda s: "mod 64 = 0" not in s, "the layout screen closed")
     t.keys("q")
     t.wait_for("__EXITED__ 0")
+
+
+def test_e2e_keys_sent_at_once_after_the_export_key_reach_the_prompt(tmux_factory, tmp_path):
+    """e, ctrl+u, a path and Enter sent without waiting: the path's characters went to the tree under the
+    prompt (lost) and Enter answered with an empty path; now the file is written."""
+    t = tmux_factory(need(SHOWCASE))
+    t.wait_for("Structure")
+    t.keys("/")
+    t.wait_for("Search nodes, tensors")
+    t.keys("embed.tokens", literal=True)
+    t.keys("Enter")
+    t.wait_for("float16 (code 10)")
+    out = tmp_path / "typed-ahead.npy"
+    t.keys("e")
+    t.keys("C-u")
+    t.keys(str(out), literal=True)
+    t.keys("Enter")
+    t.wait_until(lambda s: out.exists() or "not written" in s, "the .npy file")
+    assert out.exists(), t.screen()
+    t.wait_for("wrote ")

@@ -25,7 +25,7 @@ import threading
 from typing import Any, Iterable
 
 from rich.text import Text
-from textual import on, work
+from textual import events, on, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.message import Message
@@ -49,6 +49,7 @@ from .edit_mode import EditActions
 from .byte_inspector import ByteInspector
 from .entries import Entry, EntryFactory
 from .footer import ScreenFooter
+from .prompt import take_stray_key
 from .hex_view import HexView
 from .insight import Insight, InsightActions
 from .locate import ManifestSpans
@@ -165,6 +166,9 @@ class OneModelApp(BackgroundWork, SearchActions, InsightActions, EditActions, Ap
                 yield HexView(id="hex")
                 yield ByteInspector(id="inspector", classes="hidden")
         yield ScreenFooter()
+
+    def on_key(self, event: events.Key) -> None:
+        take_stray_key(self, event)  # a key typed before a prompt had the focus goes into it
 
     def on_mount(self) -> None:
         self.query_one("#tree").border_title = "Structure"

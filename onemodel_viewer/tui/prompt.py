@@ -1,10 +1,19 @@
-"""A one-line prompt (go to offset, search): returns the text, or None when cancelled."""
+"""A one-line prompt (go to offset, search): returns the text, or None when cancelled.
+
+Keys typed right after the key that opens a prompt (fast typing, a terminal multiplexer sending
+keys, type-ahead) were lost: Textual hands each key to the widget focused *when it arrives*, so
+those went to the tree of the screen below; on their way back up only the keys bound to
+something reached the prompt (ctrl+u, enter), the characters of the answer were dropped, and
+enter then answered with what was left. :func:`take_stray_key`, called from the app's
+``on_key``, types such a character into the prompt.
+"""
 
 from __future__ import annotations
 
 from typing import Any, Callable
 
-from textual.app import ComposeResult
+from textual import events
+from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import ModalScreen
@@ -48,6 +57,24 @@ class Prompt(ModalScreen[str | None]):
 
     def action_cancel(self) -> None:
         self.dismiss(None)
+
+
+def take_stray_key(app: App, event: events.Key) -> bool:
+    """Type ``event``'s character into the focused Input when the key arrived before it had the focus.
+
+    Called for a key that bubbled up to the app: a printable key typed into an Input stops there, so
+    one that reaches the app while an Input has the focus was sent to the widget focused before.
+    """
+    inp = app.focused
+    if not isinstance(inp, Input) or not event.is_printable or event.character is None:
+        return False
+    event.stop()
+    event.prevent_default()
+    if inp.selection.is_empty:
+        inp.insert_text_at_cursor(event.character)
+    else:
+        inp.replace(event.character, *inp.selection)
+    return True
 
 
 def parse_offset(text: str, size: int, current: int = 0) -> int | None:
