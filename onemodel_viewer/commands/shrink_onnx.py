@@ -8,7 +8,8 @@ first line of message, numbers masked.
 Reductions, repeated until none applies or the time budget is spent, each re-tested: the elements
 of every repeated field (graph nodes, initializers, inputs, outputs, value_info, a node's
 attributes, subgraphs' contents, functions, opsets, metadata, a tensor's dims...) removed in halving
-chunks, last first (consumers go before their producers); ``doc_string`` and the producer fields
+chunks, last first (consumers go before their producers); a node input rewired to the graph's first
+input (so the producers in front of a failing node can go); ``doc_string`` and the producer fields
 cleared; a tensor's data cut to its first element when the tensor is not the target. Generic over the
 protobuf descriptors, so nested graphs (If/Loop/Scan bodies) shrink like the main graph.
 
@@ -169,14 +170,18 @@ class OnnxShrinker:
         self.test = test
         self.log = log
 
-    def attempt(self, mutate) -> bool:
-        """Apply ``mutate`` to a copy; keep the copy when it still fails like the target."""
+    def attempt(self, mutate, smaller: bool = True) -> bool:
+        """Apply ``mutate`` to a copy; keep the copy when it still fails like the target.
+
+        ``smaller`` (all but rewiring): only a smaller file counts. Rewiring keeps the size about the
+        same; it ends because an input once wired to the graph input is not wired again.
+        """
         trial = type(self.model)()
         trial.CopyFrom(self.model)
         if mutate(trial) is False:
             return False
         data = trial.SerializeToString()
-        if len(data) >= self.size:  # every step makes the file smaller: the search ends
+        if len(data) >= self.size + (0 if smaller else 64):
             return False
         if self.test(data):
             self.model, self.size = trial, len(data)
@@ -186,7 +191,7 @@ class OnnxShrinker:
     def run(self) -> None:
         changed = True
         while changed:
-            changed = self.lists() | self.scalars() | self.tensors()
+            changed = self.lists() | self.rewire() | self.scalars() | self.tensors()
             self.log(f"{self.model.ByteSize()} bytes, {self.test.tests} tests")
 
     def lists(self) -> bool:
@@ -221,6 +226,28 @@ class OnnxShrinker:
                     n -= hi - lo
                 hi = lo
             size //= 2
+        return changed
+
+    def rewire(self) -> bool:
+        """A node input read from the graph's first input instead of its producer (which the next
+        pass can then remove): a chain in front of the failing node goes."""
+        changed = False
+        for path, name in _repeated(self.model):
+            if name != "input" or not path or path[-1][0] != "node":
+                continue
+            graph = _resolve(self.model, path[:-1])
+            node = _resolve(self.model, path)
+            if graph is None or node is None or not graph.input:
+                continue
+            source = graph.input[0].name
+            for j, value in enumerate(node.input):
+                if value in ("", source):
+                    continue
+
+                def wire(trial, path=path, j=j, source=source):
+                    _resolve(trial, path).input[j] = source
+
+                changed |= self.attempt(wire, smaller=False)
         return changed
 
     def scalars(self) -> bool:
