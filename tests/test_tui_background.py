@@ -165,3 +165,35 @@ def test_the_viewer_process_leaves_without_freeing_the_model(monkeypatch):
         assert e.args == (3,)
     else:
         raise AssertionError("entry() returned")
+
+
+def test_the_detail_pane_never_waits_for_a_big_graphs_facts(monkeypatch):
+    """A big graph's producers/consumers (and operator counts) come from the background job: until they
+    are known the detail pane is drawn without them, then again with its links. Before, describing a
+    node or the graph computed them on the UI thread or waited for the job (10^6 nodes: seconds)."""
+    import onemodel_viewer.format as omf
+    from onemodel_viewer.analysis import facts as facts_module
+    from onemodel_viewer.analysis.facts import Facts
+    from onemodel_viewer.tui.describe import Describer
+    from onemodel_viewer.tui.entries import EntryFactory
+
+    monkeypatch.setattr(facts_module, "QUICK_NODES", 1)  # every graph counts as big
+    with omf.open(SHOWCASE, mode="diagnose") as doc:
+        facts = Facts()
+        d = Describer(doc, facts)
+        factory = EntryFactory(doc, facts)
+        g = doc.model.graph
+        node = factory.node_entry(g.nodes[1], g)
+        graph = factory.graph_entry(g)
+        before = [t.plain for t, _ in d.describe(node)]
+        links_before = [link for _, link in d.describe(node) if link is not None]
+        assert any("being worked out" in x for x in before)
+        assert any("being counted" in t.plain for t, _ in d.describe(graph))
+        assert facts.quick(g) is None  # nothing was computed for it meanwhile
+        facts.of(g)  # what the background job does
+        after = [t.plain for t, _ in d.describe(node)]
+        links_after = [link for _, link in d.describe(node) if link is not None]
+        assert not any("being worked out" in x for x in after)
+        assert len(links_after) > len(links_before)
+        ops = [t.plain for t, _ in d.describe(graph)]
+        assert not any("being counted" in x for x in ops) and any(g.nodes[0].op in x for x in ops)

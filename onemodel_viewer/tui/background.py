@@ -64,6 +64,10 @@ class BackgroundWork:
         try:
             if doc.model is not None and doc is self.document and not cancel.is_set():
                 facts.of(doc.model.graph)
+                try:  # a big graph's detail was drawn without its links (Facts.quick): now with them
+                    self.call_from_thread(self._facts_known, doc)
+                except Exception:  # app shutting down
+                    return
             insight = self.insight
             if insight is not None and insight.doc is doc and not cancel.is_set():
                 insight.run()
@@ -75,6 +79,10 @@ class BackgroundWork:
                 self.call_from_thread(self._background_ended, cancel)
             except Exception:  # app shutting down
                 pass
+
+    def _facts_known(self, doc: Document) -> None:
+        if doc is self.document:
+            self.refresh_detail()
 
     def _background_ended(self, cancel: threading.Event) -> None:
         """The job of ``cancel`` ended: the GC back on unless a newer job runs."""

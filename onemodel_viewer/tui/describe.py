@@ -97,7 +97,9 @@ class Describer:
         """(graph, facts) of the nearest graph around ``g`` defining or declaring ``name``."""
         depth = 0
         while g is not None and depth < 1000:
-            f = self.facts.of(g)
+            f = self.facts.quick(g)
+            if f is None:  # a big graph's facts are still being computed (the pane is drawn again then)
+                return None, None
             if name in f.producer or name in f.types or name in f.value_where:
                 return g, f
             g = self.parent_of(g)
@@ -162,7 +164,10 @@ class Describer:
         lines: list[Line] = [(head, None)]
         if n.doc:
             lines.append(kv("doc", safe_text(n.doc, limit=400)))
-        facts = self.facts.of(g) if g is not None else None
+        facts = self.facts.quick(g) if g is not None else None
+        pending = g is not None and facts is None
+        if pending:
+            lines.append((Text("producers and consumers: being worked out (the links follow)", style="dim italic"), None))
         for label, all_names, is_input in (("in", n.inputs, True), ("out", n.outputs, False)):
             names = all_names[:MAX_IO]
             if len(all_names) > MAX_IO:
@@ -189,7 +194,9 @@ class Describer:
                     if init.file_offset is not None:
                         t.append(f" @0x{init.file_offset:x}", style="dim")
                 link = None
-                if is_input:
+                if pending:
+                    lines.append(kv(key, t, None, width=5))
+                elif is_input:
                     if vf is not None and name in vf.producer:
                         p = vg.nodes[vf.producer[name]]
                         t.append(" ← ", style="dim")
@@ -333,8 +340,10 @@ class Describer:
     def value(self, v: ValueInfo, g: Graph | None) -> list[Line]:
         lines: list[Line] = [(safe_text(v.name or "(unnamed)", style="bold"), None)]
         lines.append(kv("type", Text(str(v.type) if v.type is not None else "(not declared)", style="cyan")))
-        if g is not None:
-            f = self.facts.of(g)
+        f = self.facts.quick(g) if g is not None else None
+        if g is not None and f is None:
+            lines.append((Text("producer and readers: being worked out", style="dim italic"), None))
+        if g is not None and f is not None:
             if v.name in f.producer:
                 p = g.nodes[f.producer[v.name]]
                 t = safe_text(p.op, style="green")
@@ -362,9 +371,10 @@ class Describer:
         lines.append(kv("init bytes", human_size(total), width=14))
         if g.doc:
             lines.append(kv("doc", safe_text(g.doc, limit=400), width=14))
-        ops: dict[str, int] = {}
-        for n in g.nodes:
-            ops[n.op] = ops.get(n.op, 0) + 1
+        f = self.facts.quick(g)  # a big graph's: from the background job (counting here built every node)
+        ops = f.ops if f is not None else {}
+        if f is None:
+            lines.append((Text("operators: being counted", style="dim italic"), None))
         if ops:
             lines.append((Text("operators", style="bold underline"), None))
             for op, c in sorted(ops.items(), key=lambda x: (-x[1], x[0]))[:24]:

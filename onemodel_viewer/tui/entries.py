@@ -234,7 +234,8 @@ class EntryFactory:
         return Entry("graph", graph_label(g, prefix), obj=g, where=g.where, graph=g, function=function, children=kids)
 
     def _node_list(self, g: Graph | None, nodes: Sequence[Node], where: str, function: Function | None = None) -> list[Entry]:
-        types = self.facts.of(g).types if g is not None else None
+        f = self.facts.quick(g) if g is not None else None  # a big graph's, once known: labels never wait
+        types = f.types if f is not None else None
         return _chunked(where, nodes, lambda i, n: self.node_entry(n, g, types, function), "nodes")
 
     def node_entry(self, n: Node, g: Graph | None, types: dict | None = None, function: Function | None = None) -> Entry:

@@ -168,7 +168,9 @@ class Insight:
         if g is None:
             return None, ""
         self.start()
-        f = self.facts.of(g)
+        f = self.facts.quick(g)
+        if f is None:  # a big graph's facts are still being computed: no type yet, never a wait
+            return None, ""
         i = f.producer.get(name)
         if i is not None:
             n = g.nodes[i]

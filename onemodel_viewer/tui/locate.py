@@ -15,8 +15,8 @@ from ..format.document import Document
 
 __all__ = ["CHILD_BYTES", "ManifestSpans"]
 
-CHILD_BYTES = 16 << 20
-"""Manifests larger than this are looked up in a child process: here, the copy and the decode of a
+CHILD_BYTES = 4 << 20
+"""Manifests larger than this (the 10^5-node bench model: 14 MB) are looked up in a child process: here, the copy and the decode of a
 139 MB manifest held the interpreter from the UI thread 0.3-4 s, its walks were a third busy thread."""
 
 
