@@ -237,6 +237,29 @@ async def test_keys_typed_before_the_export_prompt_has_the_focus_reach_it(viewer
         np.testing.assert_array_equal(np.load(out), init(app, "cube").values())
 
 
+async def test_byte_inspector_stays_on_screen_at_80x24_with_the_statistics(viewer):
+    """The inspector (and the hex rows) were laid out below the bottom of an 80x24 screen when the
+    statistics panel was open: nothing of it could be seen."""
+    from onemodel_viewer.tui.stats_panel import StatsPanel
+
+    async with viewer(ROOT / "testdata" / "valid" / "showcase.onemodel", size=(80, 24)) as pilot:
+        app = pilot.app
+        await viewer.select(pilot, next(t for t in app.document.model.graph.initializers if t.name == "embed.tokens").where)
+        before = app.query_one(DetailPane).region.height
+        await pilot.press("i")
+        await viewer.settle(pilot)
+        screen = app.screen.region
+        stats, hexv, bi = app.query_one(StatsPanel), app.query_one(HexView), app.query_one(ByteInspector)
+        assert stats.display and bi.display
+        for w in (stats, hexv, bi):
+            assert screen.contains_region(w.region), (w, w.region)
+        assert hexv.region.height >= 5 and bi.region.height == 6
+        assert bi.lines_plain[0].startswith("element ")
+        await pilot.press("i")
+        await viewer.settle(pilot)
+        assert not bi.display and app.query_one(DetailPane).region.height == before
+
+
 async def test_byte_inspector_matches_struct_unpack(viewer, models):
     async with viewer(models["tensors"]) as pilot:
         app = pilot.app

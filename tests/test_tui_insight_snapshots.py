@@ -84,3 +84,9 @@ def test_snapshot_operator_help(snap_compare):
 def test_snapshot_byte_inspector(snap_compare, models):
     assert snap_compare(make_app(models["tensors"]), terminal_size=(120, 40),
                         run_before=opening(init_named("cube"), "i", "h", "right", "right", "right", "right"))
+
+
+def test_snapshot_byte_inspector_80x24_beside_the_statistics(snap_compare):
+    """At 80x24 with the statistics open, the inspector and the hex rows were pushed below the screen."""
+    assert snap_compare(make_app(str(SHOWCASE)), terminal_size=(80, 24),
+                        run_before=opening(init_named("embed.tokens"), "i"))

@@ -24,7 +24,7 @@ class ByteInspector(Static):
     """Decoded readings of the bytes at one offset."""
 
     DEFAULT_CSS = """
-    ByteInspector { height: auto; max-height: 12; padding: 0 1; }
+    ByteInspector { height: 6; padding: 0 1; }
     ByteInspector.hidden { display: none; }
     """
 

@@ -505,6 +505,7 @@ class InsightActions:
 
         bi = self.query_one(ByteInspector)  # type: ignore[attr-defined]
         bi.toggle_class("hidden")
+        self.query_one("#right").set_class(not bi.has_class("hidden"), "-inspecting")  # type: ignore[attr-defined]
         if not bi.has_class("hidden"):
             self.update_inspector()
 
