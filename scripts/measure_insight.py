@@ -120,7 +120,7 @@ async def ui(path: str, rounds: int) -> None:
         med = statistics.median
         print(f"used-by + parameter counts in the worker: done after {ms(med(x[1] for x in worst))}, longest UI gap "
               f"meanwhile {ms(med(x[0] for x in worst))} (median of {rounds}; worst {ms(max(x[0] for x in worst))})")
-        print(f"then shape inference (child process): {ms(med(x[3] for x in worst))}, longest UI gap "
+        print(f"then shape inference (the helper process): {ms(med(x[3] for x in worst))}, longest UI gap "
               f"{ms(med(x[2] for x in worst))} (worst {ms(max(x[2] for x in worst))})")
         mid = g.nodes[len(g.nodes) // 2]
         app.reveal(mid.where)
