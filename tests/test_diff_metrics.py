@@ -199,12 +199,43 @@ def test_threads_slices_and_segments_agree(monkeypatch):
     monkeypatch.setattr(T, "CHUNK", 48 * 8 * 16)
     monkeypatch.setattr(T, "SEGMENT", 48 * 8 * 32)
     monkeypatch.setattr(T, "SLICE", 1024)
+    monkeypatch.setattr(T, "_scratch", T._Scratch())  # work arrays of that size, given back afterwards
     split = T.compare_tensors([(ta, tb)], threads=2)[0]
     assert (split.differing, split.first, split.nonfinite, split.finite) == (whole.differing, whole.first, 0, 50_000)
     for key in ("rel_l2", "cosine", "mean_abs", "max_abs", "max_rel"):
         assert math.isclose(getattr(split, key), getattr(whole, key), rel_tol=1e-6), key
     ref = reference(a, b)
     assert math.isclose(split.rel_l2, ref["rel_l2"], rel_tol=1e-6)
+
+
+def test_sums_do_not_depend_on_which_thread_finishes_first(monkeypatch):
+    """Bit-identical sums whatever order the threads finish a tensor's stretches in.
+
+    Broke: each stretch's sums were added as its thread finished, so a tensor split between threads
+    could print other last digits from one run to the next. Here the first stretch is made to finish last."""
+    import time
+
+    rng = np.random.default_rng(5)
+    a = (rng.standard_normal(60_000) * 0.3).astype(np.float32)
+    b = a * (1 + 0.01 * rng.standard_normal(60_000)).astype(np.float32)
+    b[:3_000] = a[:3_000]  # an equal stretch first: its sums are added at the end
+    ta, tb = tensor("w", a, 1), tensor("w", b, 1)
+    monkeypatch.setattr(T, "CHUNK", 48 * 8 * 16)
+    monkeypatch.setattr(T, "SEGMENT", 48 * 8 * 16)
+    monkeypatch.setattr(T, "SLICE", 1024)
+    monkeypatch.setattr(T, "_scratch", T._Scratch())  # work arrays of that size, given back afterwards
+    in_order = T.compare_tensors([(ta, tb)], threads=1)[0]
+    stretch = T._stretch
+
+    def late_first(x, y, start, end, cancel):
+        if start == 0:
+            time.sleep(0.3)
+        return stretch(x, y, start, end, cancel)
+
+    monkeypatch.setattr(T, "_stretch", late_first)
+    shuffled = T.compare_tensors([(ta, tb)], threads=2)[0]
+    fields = ("sum_aa", "sum_bb", "sum_ab", "sum_dd", "sum_abs", "max_abs", "max_rel", "differing", "first")
+    assert [getattr(shuffled, f) for f in fields] == [getattr(in_order, f) for f in fields]
 
 
 def test_json_detail_and_totals():

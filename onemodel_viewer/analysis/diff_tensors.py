@@ -20,8 +20,9 @@ one pass over the bytes. Only when a tensor differs are its elements decoded:
 How (measured on the 4 GiB benchmark model, 2 cores): float16/bfloat16/float32 (and the
 8/6/4-bit floats, decoded) are widened to float32, exactly; float16 by moving its bits
 (numpy's float16 cast runs at ~1 GB/s, this at ~6). Sums of products are float32 dot
-products of :data:`ROW` elements (numpy's einsum, not BLAS: the same figures whatever the OpenBLAS
-kernel; each row exact to ~1e-7) added in float64.
+products of :data:`ROW` elements (numpy's einsum, not BLAS: np.vecdot's OpenBLAS sdot rounds
+differently per OPENBLAS_CORETYPE; each row exact to ~1e-7) added in float64, stretches merged in
+byte order (the same figures on every run and kernel).
 A slice whose values could leave float32's safe range for squares (beyond 2^±50), or that
 holds a NaN/Inf, is redone in float64 with the non-finite pairs masked out; float64 and
 complex tensors always take that path.
@@ -220,8 +221,7 @@ class _Scratch(threading.local):
     """Per-thread work arrays of :data:`SLICE` elements, reused from slice to slice."""
 
     def __init__(self) -> None:
-        # one block, the arrays 4 KiB + 64 bytes apart from a power of two: five streams with equal
-        # low address bits thrash the caches (measured: the slice took twice as long)
+        # one block, arrays 4 KiB + 64 bytes off a power of two apart (equal low address bits: slices took 2x)
         step = SLICE + 1040
         block = np.empty(5 * step, np.float32)
         self.f = [block[k * step : k * step + SLICE] for k in range(4)]
@@ -231,13 +231,10 @@ class _Scratch(threading.local):
 
 _scratch = _Scratch()
 
-def _dot(x: np.ndarray, y: np.ndarray) -> float:
-    """Σ x·y of two float32 vectors: float32 dot products of :data:`ROW` elements, added in float64.
 
-    The row products are numpy's own (``einsum``), never BLAS: ``np.vecdot`` calls OpenBLAS's sdot,
-    whose rounding depends on the kernel (``OPENBLAS_CORETYPE=SkylakeX`` printed other last digits
-    than Haswell). einsum costs ~0.2 ns per element against vecdot's ~0.13.
-    """
+def _dot(x: np.ndarray, y: np.ndarray) -> float:
+    """Σ x·y of two float32 vectors: float32 dot products of :data:`ROW` elements (einsum, not BLAS: see
+    the module docstring; ~0.2 ns per element, vecdot's sdot ~0.13), added in float64."""
     k = x.size - x.size % ROW
     s = float(np.einsum("ij,ij->i", x[:k].reshape(-1, ROW), y[:k].reshape(-1, ROW)).sum(dtype=np.float64)) if k else 0.0
     if k < x.size:
@@ -391,12 +388,8 @@ _PAGE = mmap.PAGESIZE
 
 
 def _release(t: Tensor, start: int, end: int) -> None:
-    """Drop the mapped pages of bytes ``[start, end)`` of ``t`` from this process once compared.
-
-    The page cache keeps them (a later read refaults at no IO cost), but the process's
-    resident set stays bounded: diffing two 4 GiB files would otherwise leave 8 GiB of
-    mapped pages counted in its RSS.
-    """
+    """Drop the mapped pages of bytes ``[start, end)`` of ``t`` from this process once compared: the page
+    cache keeps them, the RSS stays bounded (two 4 GiB files would leave 8 GiB of mapped pages in it)."""
     if t.storage is None or t.file_offset is None:
         return
     buf = t.storage.buffer()
@@ -510,16 +503,16 @@ def compare_tensors(
                 cur, cur_bytes = [], 0
     if cur:
         units.append(cur)
-    merged = [_Sums() for _ in pairs]
+    parts: list[list[tuple[int, _Sums]]] = [[] for _ in pairs]  # each pair's stretches as they complete
     stop = threading.Event()  # the caller's cancel, or a failure: the workers stop between chunks
 
-    def run(unit: list[tuple[int, int, int]]) -> list[tuple[int, _Sums]]:
+    def run(unit: list[tuple[int, int, int]]) -> list[tuple[int, int, _Sums]]:
         out = []
         for i, s, e in unit:
             if stop.is_set():
                 raise DiffCancelled()
             a, b = pairs[i]
-            out.append((i, _stretch(a, b, s, e, stop)))
+            out.append((i, s, _stretch(a, b, s, e, stop)))
         return out
 
     done = 0
@@ -531,14 +524,18 @@ def compare_tensors(
             if cancel is not None and cancel.is_set():
                 raise DiffCancelled()
             for fut in finished:
-                for i, st in fut.result():
-                    merged[i].merge(st)
+                for i, start, st in fut.result():
+                    parts[i].append((start, st))
                     done += st.done
                     left[i] -= 1
                     if left[i] == 0:
+                        # in byte order, not the threads' finishing order (float64 sums: other last bits)
+                        merged = _Sums()
+                        for _, part in sorted(parts[i], key=lambda x: x[0]):
+                            merged.merge(part)
+                        parts[i] = []
                         a, b = pairs[i]
-                        results[i] = _finish(a, b, merged[i], stop)
-                        merged[i] = _Sums()
+                        results[i] = _finish(a, b, merged, stop)
                         if on_done is not None:
                             on_done(i, results[i])
             if finished and progress is not None:
@@ -578,8 +575,7 @@ def delta_histogram(a: Tensor, b: Tensor, bins: int = 32, cancel: threading.Even
                     limit: int = 1 << 22) -> tuple[np.ndarray, float, float, int] | None:
     """A histogram of b − a over finite pairs: (counts, low edge, high edge, values counted).
 
-    At most ``limit`` element pairs, evenly spaced (the whole tensor when smaller); ``None``
-    for non-float or empty tensors.
+    At most ``limit`` element pairs, evenly spaced (else the whole tensor); ``None`` for non-float or empty.
     """
     info = DTYPES.get(a.dtype)
     if info is None or not info.is_float or a.count == 0 or a.is_string:
