@@ -21,6 +21,7 @@ from onemodel_viewer.tui.app import make_app
 from onemodel_viewer.tui.detail_pane import DetailPane
 from onemodel_viewer.tui.edit_screens import EditListScreen, JsonEditor
 from onemodel_viewer.tui.hex_view import HexView
+from onemodel_viewer.tui.hex_view import HexView
 from onemodel_viewer.tui.problems_screen import ProblemsScreen
 from onemodel_viewer.tui.prompt import Prompt
 from onemodel_viewer.tui.structure_tree import StructureTree
@@ -316,8 +317,16 @@ def test_snapshot_json_editor_80x24(snap_compare):
         await settle(pilot)
         app = pilot.app
         node = app.document.model.graph.nodes[1]
+        hexv = app.query_one(HexView)
+        before = hexv.cursor
         app.reveal(node.where)
-        await settle(pilot)
+        # the hex pane moves to the node's manifest text when the locate thread answers: wait for
+        # that, or the selection set below cancels the look-up and the pane stays at the header
+        for _ in range(200):
+            await settle(pilot)
+            if hexv.cursor != before:
+                break
+            await pilot.pause(0.02)
         app.current = type(app.current)("value", app.current.label, where=f"{node.where}.inputs[0]")
         await pilot.press("E")
         await settle(pilot)
