@@ -345,3 +345,59 @@ def test_no_horizontal_scrollbar_in_the_hex_panes():
                 assert hv.scrollable_content_region.height == hv.size.height
 
     asyncio.run(run())
+
+
+def _shifted_docs(shift=5):
+    """The 4 KiB tensor ``big`` of :func:`_big_docs`, at file offset 0 in A and ``shift`` in B (changed at byte 100)."""
+    a, b = _big_docs((100,))
+    m2 = b.model
+    big = m2.graph.initializers[-1]
+    data = big.storage.read(0, big.length)
+    moved = dataclasses.replace(big, file_offset=shift, storage=BytesStorage(b"\xee" * shift + data))
+    m2 = replace_init(m2, len(m2.graph.initializers) - 1, moved)
+    return a, Document("b.onemodel", "onemodel", 1, model=m2)
+
+
+def _cursor_cell(view: HexView) -> tuple[int, int, str]:
+    """Row and column of the first cell drawn in the cursor's colour, and its text."""
+    cursor_bg = view.swatches()["cursor"].bgcolor
+    for y in range(view.scrollable_content_region.height):
+        x = 0
+        for seg in view.render_line(y):
+            if seg.style is not None and seg.style.bgcolor == cursor_bg and seg.text.strip():
+                return y, x, seg.text
+            x += seg.cell_length
+    raise AssertionError("no cursor drawn")
+
+
+def test_rows_line_up_when_the_tensor_is_at_other_offsets():
+    """Each pane drew rows from a multiple of its line width: a tensor 5 bytes further on in B had its bytes
+    5 columns to the right of A's, the same element byte in another column (and row) of each pane."""
+    async def run():
+        app = make_diff_app(*_shifted_docs(5))
+        async with app.run_test(size=(120, 40)) as pilot:
+            await _settle(app, pilot)
+            _select(app, 'graph.initializers["big"]')
+            await _settle(app, pilot)
+            a, b = _views(app)
+            assert (a.cursor, b.cursor) == (100, 105)
+            assert 5 % a.bytes_per_line and a.bytes_per_line == b.bytes_per_line
+            ya, xa, text_a = _cursor_cell(a)
+            yb, xb, text_b = _cursor_cell(b)
+            assert (ya, xa) == (yb, xb), ((ya, xa, text_a), (yb, xb, text_b))
+            assert text_a == f"{a.storage.read(100, 1)[0]:02x}" and text_b == f"{b.storage.read(105, 1)[0]:02x}"
+            assert a.offset_at(xa, ya) == a.cursor and b.offset_at(xb, yb) == b.cursor  # a click hits what is drawn
+            a.focus()  # moving together keeps them lined up, past a page too
+            await pilot.press("down", "down", "right")
+            await pilot.pause()
+            assert _cursor_cell(a)[:2] == _cursor_cell(b)[:2]
+            await pilot.press("pagedown", "pagedown", "end")
+            await pilot.pause()
+            assert _cursor_cell(a)[:2] == _cursor_cell(b)[:2]
+            assert b.cursor - a.cursor == 5
+            # the offset column shows real file offsets: B's row of its byte 105+... starts at an offset 5 past A's
+            row_a = "".join(s.text for s in a.render_line(_cursor_cell(a)[0])).split()
+            row_b = "".join(s.text for s in b.render_line(_cursor_cell(b)[0])).split()
+            assert int(row_b[0].lstrip("•"), 16) - int(row_a[0].lstrip("•"), 16) == 5
+
+    asyncio.run(run())

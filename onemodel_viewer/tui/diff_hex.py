@@ -2,7 +2,8 @@
 
 :class:`HexPair` keeps the alignment of the two panes: ``delta`` is B's offset minus A's for the
 bytes shown side by side (a selected tensor's first bytes in each file, or the same offset when
-nothing is selected). While ``locked`` (the default; ``l`` toggles) moving the cursor or
+nothing is selected); the app starts each pane's lines at that tensor's first byte
+(:meth:`.hex_view.HexView.set_origin`), so the bytes compared sit in the same column. While ``locked`` (the default; ``l`` toggles) moving the cursor or
 scrolling one pane moves the other by as much; unlocked, each moves alone and ``delta`` follows
 the two cursors. Each pane marks the bytes that differ from the other's at that alignment
 (:meth:`.hex_view.HexView.compare_with`); the box below each pane names the owner of the byte
@@ -164,6 +165,9 @@ class HexPair:
         """``g``: ``view`` to ``offset``; when locked the other to the same offset (``relative``: moved as much)."""
         other = self.other(view)
         target = other.cursor + (offset - view.cursor) if relative else offset
+        if self.locked and not relative:  # the same offsets side by side: lines from offset 0 in both
+            for v in self.views:
+                v.set_origin(0)
         self._move_both(view, offset, target if self.locked else None)
         if self.locked and not relative:
             self.delta = 0

@@ -46,7 +46,8 @@ class HexPanes:
             box.border_subtitle = caption
 
     def show_file(self, side: int, storage: Any) -> None:
-        """Pane ``side`` (0: A) on ``storage`` (a document's own file: with its byte map)."""
+        """Pane ``side`` (0: A) on ``storage`` (a document's own file: with its byte map), lines from offset 0."""
+        self.pair.views[side].set_origin(0)
         self._set_hex_source("ab"[side], "#hex-" + "ab"[side], storage)
 
     def _set_hex_source(self, side: str, hid: str, storage, tensor: Tensor | None = None) -> None:
@@ -93,6 +94,8 @@ class HexPanes:
             fresh[i] = self._hex_source.get(side) is not rec.storage
             self._set_hex_source(side, hid, rec.storage, rec)
             self.pair.tensors[i] = rec
+            # lines start at the tensor's first byte: the same element byte in the same column of both panes
+            self.pair.views[i].set_origin(rec.file_offset)
             if data_diff is not None and "first_byte" in data_diff.detail:
                 info = rec.info
                 width = max(1, (info.bits + 7) // 8) if info is not None else 1

@@ -7,12 +7,15 @@ switches itself to an ONNX external data file when asked for a tensor stored the
 (:meth:`HexView.show_file_of`) and back (:meth:`HexView.show_document_file`). Lines are drawn on
 demand by :meth:`render_line` (Textual Line API) from 16 (or 8 when narrow) bytes
 read at that offset, cached by line; nothing ever builds the text of the whole file,
-so a multi-GB file scrolls as fast as a small one.
+so a multi-GB file scrolls as fast as a small one. Lines start at ``origin + k * width``
+(:meth:`HexView.set_origin`; 0 by default): the diff viewer starts them at a tensor's first byte
+in each pane, so that the same element byte sits in the same column of both; the offset column
+still shows file offsets.
 
 Colours (component classes, themable in CSS): header fields, manifest, padding,
 data-region gaps, tensors (two alternating colours), overlapping tensors, bytes
 past the data region, the highlighted span (selection) and the cursor. Lines
-starting on a 64-byte boundary carry a ``•`` mark.
+starting a multiple of 64 bytes from the origin carry a ``•`` mark.
 
 Bindings (when focused): arrows move the byte cursor, PageUp/PageDown by a page,
 Home/End to the line's start/end, ctrl+home/ctrl+end to the file's start/end.
@@ -150,6 +153,7 @@ class HexView(ScrollView, can_focus=True):
         self._bytemap: ByteMap | None = None
         self._nbytes = 0
         self._bpl = 16
+        self._origin = 0
         self._gen = 0
         self._cache: LRUCache[tuple, Strip] = LRUCache(1024)
         self._styles: dict[str, Style] | None = None
@@ -295,6 +299,29 @@ class HexView(ScrollView, can_focus=True):
             self.set_source(known[0], known[1], size=known[0].size)
         return True
 
+    def set_origin(self, origin: int) -> None:
+        """Start the lines at ``origin + k * width`` (bytes before the first full line: a shorter first line)."""
+        if origin != self._origin:
+            self._origin = origin
+            self._invalidate()
+            self._update_virtual_size()
+
+    @property
+    def origin(self) -> int:
+        return self._origin
+
+    def _shift(self) -> int:
+        """Blank cells before byte 0 on the first line (lines start at ``origin`` modulo the width)."""
+        return -self._origin % self._bpl
+
+    def line_of(self, offset: int) -> int:
+        """The line showing the byte at ``offset``."""
+        return (offset + self._shift()) // self._bpl
+
+    def line_start(self, line: int) -> int:
+        """Offset of the first cell of ``line`` (negative on a shorter first line)."""
+        return line * self._bpl - self._shift()
+
     @property
     def file_size(self) -> int:
         return self._nbytes
@@ -318,7 +345,7 @@ class HexView(ScrollView, can_focus=True):
         self._invalidate()
 
     def scroll_to_offset(self, offset: int, *, center: bool = True) -> None:
-        line = offset // self._bpl
+        line = self.line_of(offset)
         h = max(1, self.scrollable_content_region.height or self.size.height or 1)
         top = int(self.scroll_offset.y)
         if top <= line < top + h and not center:
@@ -351,7 +378,7 @@ class HexView(ScrollView, can_focus=True):
         if bpl != self._bpl:
             self._bpl = bpl
             self._cache.clear()
-        lines = max(1, -(-self._nbytes // self._bpl))
+        lines = max(1, -(-(self._nbytes + self._shift()) // self._bpl))
         self.virtual_size = Size(width, lines)
 
     def on_resize(self, event: events.Resize) -> None:
@@ -408,7 +435,7 @@ class HexView(ScrollView, can_focus=True):
     def render_line(self, y: int) -> Strip:
         line_no = int(self.scroll_offset.y) + y
         width = self.scrollable_content_region.width or self.size.width
-        key = (line_no, self._bpl, width, self._gen)
+        key = (line_no, self._bpl, self._shift(), width, self._gen)
         hit = self._cache.get(key)
         if hit is not None:
             return hit
@@ -419,43 +446,45 @@ class HexView(ScrollView, can_focus=True):
     def _render_hex_line(self, line_no: int, width: int) -> Strip:
         st = self._get_styles()
         bpl = self._bpl
-        start = line_no * bpl
-        if self._storage is None or start >= self._nbytes or start < 0:
+        start = self.line_start(line_no)  # negative on a shorter first line: ``lead`` blank cells
+        lead = max(0, -start)
+        if self._storage is None or start >= self._nbytes or line_no < 0:
             if line_no == 0 and self._storage is None:
                 return Strip([Segment("(no bytes to show)", st["annotation"])]).extend_cell_length(width, st["base"]).crop(0, width)
             return Strip.blank(width, st["base"])
+        first = start + lead
         end = min(self._nbytes, start + bpl)
         try:
-            data = self._storage.read(start, end - start)
+            data = self._storage.read(first, end - first)
         except FormatError as e:
             self.error = e.message
-            return Strip([Segment(f"{start:0{self._offset_width()}x}  ", st["offset"]),
+            return Strip([Segment(f"{first:0{self._offset_width()}x}  ", st["offset"]),
                           Segment(safe_str(e.message, 200) + "  (r: reload)", st["error"])]).extend_cell_length(width, st["base"]).crop(0, width)
         bm = self._bytemap
         # per-byte style keys
         keys: list[str] = []
         if bm is not None:
-            for r0, r1, (kind, idx) in bm.runs(start, end):
+            for r0, r1, (kind, idx) in bm.runs(first, end):
                 name = {"tensor": "tensor-a" if idx == 0 else "tensor-b", "external": "data"}.get(kind, kind)
                 if name not in st:
                     name = "none"
                 keys.extend([name] * (r1 - r0))
         else:
-            keys = ["none"] * (end - start)
+            keys = ["none"] * (end - first)
         hl = self.highlight
         cur = self.cursor
         try:
-            differs = self._differing(start, data) if self._other is not None else ()
+            differs = self._differing(first, data) if self._other is not None else ()
         except FormatError:
             differs = ()
         segs: list[Segment] = []
-        mark = start % 64 == 0
+        mark = (start - self._origin) % 64 == 0
         segs.append(Segment("•" if mark else " ", st["mark"]))
-        segs.append(Segment(f"{start:0{self._offset_width()}x}", st["mark"] if mark else st["offset"]))
+        segs.append(Segment(f"{first:0{self._offset_width()}x}", st["mark"] if mark else st["offset"]))
         segs.append(Segment("  ", st["base"]))
 
-        def byte_style(i: int) -> Style:
-            off = start + i
+        def byte_style(i: int) -> Style:  # i: index into data
+            off = first + i
             s = st[keys[i]]
             if i in differs:
                 s = s + st["differs"]
@@ -466,28 +495,30 @@ class HexView(ScrollView, can_focus=True):
             return s
 
         for i in range(bpl):
-            if i < len(data):
-                segs.append(Segment(f"{data[i]:02x}", byte_style(i)))
+            j = i - lead
+            if 0 <= j < len(data):
+                segs.append(Segment(f"{data[j]:02x}", byte_style(j)))
             else:
                 segs.append(Segment("  ", st["base"]))
             sep = "  " if (i % 8 == 7 and bpl >= 16 and i != bpl - 1) else " "
             # the separator keeps the highlight when both neighbours are highlighted
-            if hl is not None and i + 1 < len(data) and hl[0] <= start + i and start + i + 1 < hl[1]:
+            if hl is not None and 0 <= j and j + 1 < len(data) and hl[0] <= start + i and start + i + 1 < hl[1]:
                 segs.append(Segment(sep, st["base"] + st["highlight"]))
             else:
                 segs.append(Segment(sep, st["base"]))
         segs.append(Segment(" ", st["base"]))
         for i in range(bpl):
-            if i < len(data):
-                b = data[i]
+            j = i - lead
+            if 0 <= j < len(data):
+                b = data[j]
                 ch = chr(b) if 0x20 <= b < 0x7F else "."
-                segs.append(Segment(ch, byte_style(i)))
+                segs.append(Segment(ch, byte_style(j)))
             else:
                 segs.append(Segment(" ", st["base"]))
         used = sum(len(s.text) for s in segs)
         room = width - used - 2
         if bm is not None and room >= 6:
-            ann = bm.label_at_line(start, end)
+            ann = bm.label_at_line(first, end)
             if ann:
                 segs.append(Segment("  ", st["base"]))
                 segs.append(Segment(safe_str(ann, room), st["annotation"]))
@@ -504,8 +535,8 @@ class HexView(ScrollView, can_focus=True):
         self._move(self.cursor + direction * h * self._bpl)
 
     def action_line_edge(self, which: int) -> None:
-        base = self.cursor - self.cursor % self._bpl
-        self._move(base if which == 0 else base + self._bpl - 1)
+        base = self.line_start(self.line_of(self.cursor))
+        self._move(max(0, base) if which == 0 else base + self._bpl - 1)
 
     def action_file_edge(self, which: int) -> None:
         self._move(0 if which == 0 else self._nbytes - 1)
@@ -535,7 +566,7 @@ class HexView(ScrollView, can_focus=True):
             i = col - hex_width - 1
             if not 0 <= i < self._bpl:
                 return None
-        off = line * self._bpl + i
+        off = self.line_start(line) + i
         return off if 0 <= off < self._nbytes else None
 
     def on_click(self, event: events.Click) -> None:
