@@ -247,6 +247,48 @@ async def test_problems_screen_marks_appeared_and_gone(tmp_path):
         assert [p.where for p in screen.gone] == [first.where]
 
 
+@aio
+async def test_edit_in_a_big_graph_keeps_selection_and_renders_only_visible_labels(tmp_path, monkeypatch):
+    """Regression: after an edit's re-read, putting the selection back on a node in a group of 1,000
+    rendered every label of the group to measure the tree's width (~100 ms of the UI thread on the
+    10,000-node model); now only the rows on screen are rendered, and the labels still fit the pane."""
+    from onemodel_viewer.format.schema import Graph, Model, Node, OperatorSet, Type, ValueInfo
+    from onemodel_viewer.format.writer import write
+
+    n = 2500
+    nodes = tuple(Node("Identity", f"n{i}", inputs=(f"v{i}",), outputs=(f"v{i + 1}",)) for i in range(n))
+    t = Type("tensor", elem=1, shape=(1,))
+    g = Graph("chain", inputs=(ValueInfo("v0", t),), outputs=(ValueInfo(f"v{n}", t),), nodes=nodes)
+    path = tmp_path / "chain.onemodel"
+    write(Model(ir_version=8, graph=g, opsets=(OperatorSet("", 17),)), path)
+    rendered = []
+    real = StructureTree.render_label
+
+    def counting(self, node, base_style, style):
+        rendered.append(node)
+        return real(self, node, base_style, style)
+
+    monkeypatch.setattr(StructureTree, "render_label", counting)
+    app = make_app(str(path))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        where = "manifest.graph.nodes[1500]"
+        app.reveal(where)
+        await settle(pilot)
+        tree = app.query_one(StructureTree)
+        rendered.clear()
+        assert app.apply_edit(f'{where}.inputs[0]="undefined-x"')
+        await settle(pilot)
+        await pilot.pause()
+        assert any(p.where.startswith(where) for p in app.document.problems)
+        entry = tree.cursor_node.data
+        assert entry.kind == "node" and entry.where == where and entry.obj.name == "n1500"
+        assert entry.obj is app.document.model.graph.nodes[1500]  # the re-read document's record
+        assert len(tree.cursor_node.parent.children) == 1000  # its group was built again
+        assert len({id(x) for x in rendered}) < 200  # the rows on screen (a few frames), not the group
+        assert tree.virtual_size.width <= tree.size.width  # the labels still fitted: no sideways scrolling
+
+
 def test_overlay_reads_match_the_written_file(model, tmp_path):
     """The overlay's bytes (the reader's and the hex pane's view) are the bytes save-as writes."""
     s = EditSession(str(model))

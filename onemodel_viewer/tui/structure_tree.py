@@ -50,15 +50,32 @@ class StructureTree(Tree[Entry]):
         self._children_of: dict[int, list[Entry]] = {}
         self._roots: list[Entry] = []
 
-    def render_label(self, node: TreeNode[Entry], base_style: Style, style: Style) -> Text:
-        text = super().render_label(node, base_style, style)
+    def _label_room(self, node: TreeNode[Entry]) -> int:
+        """The cells left for ``node``'s label after its guides."""
         depth = 0
         p = node.parent
         while p is not None and p is not self.root:
             depth += 1
             p = p.parent
-        width = self.scrollable_content_region.width - depth * self.guide_depth
+        return self.scrollable_content_region.width - depth * self.guide_depth
+
+    def render_label(self, node: TreeNode[Entry], base_style: Style, style: Style) -> Text:
+        text = super().render_label(node, base_style, style)
+        width = self._label_room(node)
         return fit_text(text, width) if width > 0 and text.cell_len > width else text
+
+    def get_label_width(self, node: TreeNode[Entry]) -> int:
+        """The room for the label, not its rendered width: every label is fitted to it (the tree never
+        scrolls sideways), and rendering each of a re-expanded group's 1,000 labels to measure it held
+        the UI thread ~100 ms after an edit's re-read (benchmarks/edit_recheck.py --select)."""
+        return max(0, self._label_room(node))
+
+    def process_label(self, label) -> Text:
+        """A one-line :class:`Text` label as it is (Textual's default splits every label into lines:
+        a tenth of the cost of adding a node)."""
+        if isinstance(label, Text) and "\n" not in label.plain:
+            return label
+        return super().process_label(label)
 
     def action_expand_or_child(self) -> None:
         """→: expand; already expanded: the first child."""
