@@ -18,6 +18,7 @@ from __future__ import annotations
 import itertools
 import os
 import struct
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Container, Iterable, Iterator
 
 from .dtypes import STRING, AttrType
@@ -53,8 +54,12 @@ EXTERNAL_THRESHOLD = 1024
 """Tensors of at least this many bytes go to the external file when weights are external (onnx's own default)."""
 
 
+_A = SimpleNamespace(**{m.name: int(m) for m in AttrType})
+"""AttrType's values as plain ints: each ``AttrType.X`` look-up costs ~0.24 us (Python 3.11), ~3 ms per 10^4 nodes."""
+
+
 class _Exporter:
-    def __init__(self, external: dict[int, tuple[str, int, int]] | None) -> None:
+    def __init__(self, external: dict[int, tuple[str, int, int] | None] | None) -> None:
         self.external = external or {}
 
     def tensor(self, t: Tensor, tp) -> None:
@@ -71,13 +76,16 @@ class _Exporter:
         if t.dtype == STRING:
             tp.string_data.extend(t.strings or ())
             return False
-        ext = self.external.get(id(t))
-        if ext is not None:
-            loc, off, ln = ext
+        key = id(t)
+        if key in self.external:
             tp.data_location = DATA_LOCATION_EXTERNAL
-            for k, v in (("location", loc), ("offset", str(off)), ("length", str(ln))):
-                e = tp.external_data.add()
-                e.key, e.value = k, v
+            ref = self.external[key]
+            if ref is not None:  # None: a reference to no file (a weightless proto for shape inference)
+                loc, off, ln = ref
+                add = tp.external_data.add
+                add(key="location", value=loc)
+                add(key="offset", value=str(off))
+                add(key="length", value=str(ln))
             return False
         return True
 
@@ -133,38 +141,38 @@ class _Exporter:
         t, v = a.type, a.value
         if v is None:
             return
-        if t == AttrType.FLOAT:
-            ap.MergeFromString(b"\x15" + struct.pack("<I", v))  # field 2, fixed32: the exact bits
-        elif t == AttrType.INT:
+        if t == _A.INT:  # the commonest first
             ap.i = v
-        elif t == AttrType.STRING:
+        elif t == _A.INTS:
+            ap.ints.extend(v)
+        elif t == _A.FLOAT:
+            ap.MergeFromString(b"\x15" + struct.pack("<I", v))  # field 2, fixed32: the exact bits
+        elif t == _A.STRING:
             ap.s = v
-        elif t == AttrType.TENSOR:
+        elif t == _A.TENSOR:
             self.tensor(v, ap.t)
-        elif t == AttrType.GRAPH:
+        elif t == _A.GRAPH:
             self.graph(v, ap.g)
-        elif t == AttrType.FLOATS:
+        elif t == _A.FLOATS:
             if v:
                 payload = struct.pack(f"<{len(v)}I", *v)
                 ap.MergeFromString(b"\x3a" + varint_bytes(len(payload)) + payload)  # field 7, packed
-        elif t == AttrType.INTS:
-            ap.ints.extend(v)
-        elif t == AttrType.STRINGS:
+        elif t == _A.STRINGS:
             ap.strings.extend(v)
-        elif t == AttrType.TENSORS:
+        elif t == _A.TENSORS:
             for x in v:
                 self.tensor(x, ap.tensors.add())
-        elif t == AttrType.GRAPHS:
+        elif t == _A.GRAPHS:
             for x in v:
                 self.graph(x, ap.graphs.add())
-        elif t == AttrType.SPARSE_TENSOR:
+        elif t == _A.SPARSE_TENSOR:
             self.sparse(v, ap.sparse_tensor)
-        elif t == AttrType.SPARSE_TENSORS:
+        elif t == _A.SPARSE_TENSORS:
             for x in v:
                 self.sparse(x, ap.sparse_tensors.add())
-        elif t == AttrType.TYPE_PROTO:
+        elif t == _A.TYPE_PROTO:
             self.type(v, ap.tp)
-        elif t == AttrType.TYPE_PROTOS:
+        elif t == _A.TYPE_PROTOS:
             for x in v:
                 self.type(x, ap.type_protos.add())
         else:
@@ -321,11 +329,13 @@ def _refuse_too_deep(model: Model, external: Container[int] = frozenset()) -> No
                           f"(onnx.load, onnx.checker, ONNX Runtime) stop at {PROTO_DEPTH_LIMIT}")
 
 
-def model_to_proto(model: Model, *, external: dict[int, tuple[str, int, int]] | None = None) -> "onnx.ModelProto":
+def model_to_proto(model: Model, *, external: dict[int, tuple[str, int, int] | None] | None = None) -> "onnx.ModelProto":
     """An ONNX ModelProto of ``model``: raw_data for every tensor (bytes copied into the proto).
 
     ``external`` maps ``id(tensor)`` to ``(location, offset, length)`` for
-    tensors to reference as external data instead (see :func:`export_onnx`).
+    tensors to reference as external data instead (see :func:`export_onnx`), or
+    to None for a tensor marked external with no location (no file to read: a
+    proto only for shape inference, which never reads an external tensor's data).
     """
     import onnx
 
