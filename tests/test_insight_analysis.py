@@ -304,6 +304,40 @@ def test_shape_inference_proto_has_no_weights(models):
     assert mp.ByteSize() < 8 * 1024  # 3 x 16 KiB of weights referenced, not copied
 
 
+def test_shape_inference_proto_marks_big_tensors_external_without_a_file():
+    """Tensors over INLINE_BYTES are marked external with no location entries (inference never reads
+    them); small ones keep the bytes the full export gives them; the rest of the proto is the export's."""
+    from onemodel_viewer.format.onnx_export import model_to_proto
+    from onemodel_viewer.format.schema import all_tensors
+
+    doc = opened(str(VALID / "showcase.onemodel"))
+    full, light = model_to_proto(doc.model), shapes.weightless_proto(doc.model)
+    sizes = {t.name: t.length for t in all_tensors(doc.model) if not t.is_string}
+    assert any(n > shapes.INLINE_BYTES for n in sizes.values()) and any(n <= shapes.INLINE_BYTES for n in sizes.values())
+    assert len(light.graph.initializer) == len(full.graph.initializer)
+    for lp, fp in zip(light.graph.initializer, full.graph.initializer):
+        if sizes[lp.name] > shapes.INLINE_BYTES:
+            assert lp.data_location == 1 and list(lp.external_data) == [] and lp.raw_data == b""
+            assert (lp.name, lp.data_type, list(lp.dims)) == (fp.name, fp.data_type, list(fp.dims))
+        else:
+            assert lp == fp
+    del light.graph.initializer[:], full.graph.initializer[:]
+    assert light == full
+
+
+def test_shape_inference_type_of_an_undeclared_graph_output():
+    """A graph output without a declared type gets the inferred one; an input inference adds nothing to has none."""
+    from onemodel_viewer.format.schema import Graph, Model, OperatorSet, Type, ValueInfo
+
+    x = ValueInfo("x", Type("tensor", elem=1, shape=(2, 3)))
+    g = Graph("g", inputs=(x,), outputs=(ValueInfo("y"),), nodes=(Node("Relu", "r", inputs=("x",), outputs=("y",)),))
+    inf = shapes.infer_types(Model(ir_version=10, graph=g, opsets=(OperatorSet("", 18),)))
+    assert inf.error == ""
+    assert set(inf.names(g)) == {"y"}
+    assert str(inf.of(g, "y")) == "float[2,3]"
+    assert inf.of(g, "x") is None
+
+
 def test_shape_inference_into_subgraphs():
     doc = opened(str(VALID / "subgraphs.onemodel"))
     inf = shapes.infer_types(doc.model)
