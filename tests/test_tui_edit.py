@@ -289,6 +289,58 @@ async def test_edit_in_a_big_graph_keeps_selection_and_renders_only_visible_labe
         assert tree.virtual_size.width <= tree.size.width  # the labels still fitted: no sideways scrolling
 
 
+@aio
+async def test_selection_comes_back_after_the_facts_of_the_reread_graph(tmp_path, monkeypatch):
+    """Regression: the selection was put back right after the first frame of the re-read document, and
+    rebuilding the selected node's group computed the graph's facts on the UI thread (or waited there for
+    the background job's). Now it comes back once they are known (computed off the UI thread)."""
+    import threading
+    import time
+
+    from onemodel_viewer.analysis.facts import Facts
+    from onemodel_viewer.format.schema import Graph, Model, Node, OperatorSet, Type, ValueInfo
+    from onemodel_viewer.format.writer import write
+
+    n = 1200
+    nodes = tuple(Node("Identity", f"n{i}", inputs=(f"v{i}",), outputs=(f"v{i + 1}",)) for i in range(n))
+    t = Type("tensor", elem=1, shape=(1,))
+    g = Graph("chain", inputs=(ValueInfo("v0", t),), outputs=(ValueInfo(f"v{n}", t),), nodes=nodes)
+    path = tmp_path / "chain.onemodel"
+    write(Model(ir_version=8, graph=g, opsets=(OperatorSet("", 17),)), path)
+    computed_on = []
+    real = Facts._compute
+
+    def slow(self, graph):
+        computed_on.append(threading.current_thread() is threading.main_thread())
+        time.sleep(0.3)  # a big graph's facts: long enough for the first frame to pass
+        return real(self, graph)
+
+    monkeypatch.setattr(Facts, "_compute", slow)
+    app = make_app(str(path))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        where = "manifest.graph.nodes[1100]"
+        app.reveal(where)
+        await settle(pilot)
+        restored = []
+        real_restore = app._restore_selection
+
+        def restore(*args):
+            restored.append(app.facts.known(app.document.model.graph) is not None)
+            real_restore(*args)
+
+        app._restore_selection = restore
+        computed_on.clear()
+        assert app.apply_edit(f'{where}.inputs[0]="undefined-x"')
+        await settle(pilot)
+        await pilot.pause()
+        assert restored == [True]
+        assert computed_on and not any(computed_on)  # the re-read graph's facts, never on the UI thread
+        tree = app.query_one(StructureTree)
+        assert tree.cursor_node.data.where == where
+        assert tree.cursor_node.data.obj is app.document.model.graph.nodes[1100]
+
+
 def test_overlay_reads_match_the_written_file(model, tmp_path):
     """The overlay's bytes (the reader's and the hex pane's view) are the bytes save-as writes."""
     s = EditSession(str(model))

@@ -62,13 +62,18 @@ class Facts:
                 return hit[1]
             return self._compute(g)
 
+    def known(self, g: Graph) -> GraphFacts | None:
+        """The facts of ``g`` if computed already (never computes, never waits)."""
+        hit = self._cache.get(id(g))
+        return hit[1] if hit is not None and hit[0] is g else None
+
     def quick(self, g: Graph) -> GraphFacts | None:
         """The facts of ``g`` without a long wait (the UI thread's way): known ones, or computed now for
         a graph of fewer than :data:`QUICK_NODES` nodes; None for a big graph whose facts are not known
         yet (the viewer's background job computes them, then the detail pane is drawn again)."""
-        hit = self._cache.get(id(g))
-        if hit is not None and hit[0] is g:
-            return hit[1]
+        hit = self.known(g)
+        if hit is not None:
+            return hit
         if len(g.nodes) >= QUICK_NODES:
             return None
         return self.of(g)
