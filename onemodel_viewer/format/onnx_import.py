@@ -41,6 +41,7 @@ from __future__ import annotations
 import math
 import os
 import stat
+import sys
 from typing import TYPE_CHECKING, Iterable
 
 from .document import Document
@@ -338,7 +339,9 @@ class _Importer:
     # -- attributes, nodes, graphs
     def attr(self, ap, where: str) -> Attribute:
         t, w = ap.type, where + ".value"
-        name, doc = self.text(ap.name, where + ".name"), self.text(ap.doc_string, where + ".doc")
+        name, doc = ap.name, ap.doc_string
+        if name.__class__ is not str or doc.__class__ is not str:  # not valid UTF-8 (location strings built only then)
+            name, doc = self.text(name, where + ".name"), self.text(doc, where + ".doc")
         if ap.ref_attr_name:
             return Attribute(name, t, None, self.text(ap.ref_attr_name, where + ".ref"), doc, where)
         if t == AttrType.UNDEFINED:
@@ -383,8 +386,19 @@ class _Importer:
         return Attribute(name, int(t), v, "", doc, where)
 
     def node(self, np_, where: str) -> Node:
-        self.dropped(np_, ("metadata_props", "device_configurations"), where)
-        attrs = tuple(self.attr(a, f"{where}.attributes[{i}]") for i, a in enumerate(np_.attribute))
+        if len(np_.metadata_props) or len(np_.device_configurations):
+            self.dropped(np_, ("metadata_props", "device_configurations"), where)
+        attrs = tuple(self.attr(a, f"{where}.attributes[{i}]") for i, a in enumerate(np_.attribute)) if len(np_.attribute) else ()
+        op, name, domain, overload, doc = np_.op_type, np_.name, np_.domain, np_.overload, np_.doc_string
+        inputs, outputs = tuple(np_.input[:]), tuple(np_.output[:])  # a slice is ~40% faster to take than iterating the container
+        try:  # every text valid UTF-8 (str, not bytes): no per-field check, no location strings (~40% of the node's time)
+            "".join((op, name, domain, overload, doc, *inputs, *outputs))
+        except TypeError:
+            return self.node_checked(np_, attrs, where)
+        return Node(op, name, domain, overload, doc, inputs, outputs, attrs, where)
+
+    def node_checked(self, np_, attrs: tuple[Attribute, ...], where: str) -> Node:
+        """A node with a text that is not valid UTF-8: each one checked and reported where it is."""
         t = self.text
         return Node(t(np_.op_type, where + ".op"), t(np_.name, where + ".name"), t(np_.domain, where + ".domain"),
                     t(np_.overload, where + ".overload"), t(np_.doc_string, where + ".doc"), self.texts(np_.input, where + ".inputs"),
@@ -505,15 +519,44 @@ def import_onnx(path: str | os.PathLike, mode: str = "strict") -> Document:
         return Document(path, "onnx", size, problems=[e.problem])
 
 
-def _import(path: str, mode: str) -> Document:
-    import onnx
+_PROTO_MODULE = []
+"""onnx's generated protobuf module, once loaded on its own (:func:`_model_proto_class`)."""
 
+
+def _model_proto_class():
+    """onnx's ``ModelProto``, without importing the onnx package when nothing has yet.
+
+    ``import onnx`` costs ~0.19 CPU-s (its helpers pull in json_format, asyncio, importlib.metadata);
+    its generated module alone ~0.015 s, and gives the same class (one descriptor pool: a later
+    ``import onnx`` adds the identical file again, which protobuf accepts, and finds this class).
+    """
+    loaded = sys.modules.get("onnx")
+    if loaded is not None:
+        return loaded.ModelProto
+    if not _PROTO_MODULE:
+        import importlib.util
+
+        try:
+            spec = importlib.util.find_spec("onnx")
+            folder = spec.submodule_search_locations[0] if spec and spec.submodule_search_locations else None
+            gen = importlib.util.spec_from_file_location("onnx.onnx_ml_pb2", os.path.join(folder, "onnx_ml_pb2.py")) if folder else None
+            module = importlib.util.module_from_spec(gen)
+            gen.loader.exec_module(module)
+        except Exception:  # any other layout of the onnx package: import it whole
+            import onnx
+
+            return onnx.ModelProto
+        _PROTO_MODULE.append(module)
+    return _PROTO_MODULE[0].ModelProto
+
+
+def _import(path: str, mode: str) -> Document:
     storage = FileStorage(path)  # FormatError(Io) when it cannot be read; mapped when >= 1 MiB
     size = storage.size
     buf = storage.buffer()
     stripped = strip_initializer_data(buf)
     data, spans = stripped if stripped is not None else (storage.read(0, size), {})
-    mp = onnx.ModelProto()
+    mp = _model_proto_class()()
     try:
         mp.ParseFromString(data)
     except Exception as e:  # google.protobuf.message.DecodeError and friends
