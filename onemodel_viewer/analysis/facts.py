@@ -8,30 +8,26 @@ No UI here. The viewer builds the main graph's facts in a worker thread after th
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..format.schema import Graph, Tensor
-from .shardmap import ShardMap
 
 __all__ = ["QUICK_NODES", "Facts", "GraphFacts"]
 
 
 @dataclass(eq=False)
 class GraphFacts:
-    """Names in one graph: declared types, producers and consumers (built once, on demand).
+    """Names in one graph: declared types, producers and consumers (built once, on demand)."""
 
-    The name maps are :class:`~.shardmap.ShardMap` objects: read like dicts, in no particular order."""
-
-    types: Mapping[str, Any]
+    types: dict[str, Any]
     """Value name -> declared :class:`Type` (or a tensor's type string)."""
-    producer: Mapping[str, int]
+    producer: dict[str, int]
     """Value name -> index of the node writing it."""
-    consumers: Mapping[str, list[int]]
+    consumers: dict[str, list[int]]
     """Value name -> indices of nodes reading it."""
-    initializer: Mapping[str, Tensor]
-    value_where: Mapping[str, str]
+    initializer: dict[str, Tensor]
+    value_where: dict[str, str]
     """Value name -> ``where`` of its declaration (input/output/value_info/initializer)."""
     ops: dict[str, int] = field(default_factory=dict)
     """Operator name -> how many nodes run it."""
@@ -83,35 +79,31 @@ class Facts:
         return self.of(g)
 
     def _compute(self, g: Graph) -> GraphFacts:
-        # ShardMaps, not dicts: one resize of a 10^6-entry dict held the interpreter from the UI thread 76-86 ms
-        values = len(g.initializers) + len(g.sparse_initializers) + len(g.value_info) + len(g.outputs) + len(g.inputs)
-        types: ShardMap[Any] = ShardMap(values)
-        where: ShardMap[str] = ShardMap(values)
-        init: ShardMap[Tensor] = ShardMap(len(g.initializers))
+        types: dict[str, Any] = {}
+        where: dict[str, str] = {}
+        init: dict[str, Tensor] = {}
         for t in g.initializers:
-            types.shard(t.name).setdefault(t.name, t.type_str())
-            where.shard(t.name).setdefault(t.name, t.where)
-            init.shard(t.name).setdefault(t.name, t)
+            types.setdefault(t.name, t.type_str())
+            where.setdefault(t.name, t.where)
+            init.setdefault(t.name, t)
         for s in g.sparse_initializers:
-            types.shard(s.name).setdefault(s.name, "sparse " + s.values.type_str())
-            where.shard(s.name).setdefault(s.name, s.where)
+            types.setdefault(s.name, "sparse " + s.values.type_str())
+            where.setdefault(s.name, s.where)
         for v in (*g.value_info, *g.outputs, *g.inputs):
             if v.type is not None:
-                types.shard(v.name)[v.name] = v.type
-            where.shard(v.name)[v.name] = v.where
-        producer: ShardMap[int] = ShardMap(len(g.nodes))
-        consumers: ShardMap[list[int]] = ShardMap(len(g.nodes))
+                types[v.name] = v.type
+            where[v.name] = v.where
+        producer: dict[str, int] = {}
+        consumers: dict[str, list[int]] = {}
         ops: dict[str, int] = {}
-        made, made_mask = producer.shards, producer.mask
-        read, read_mask = consumers.shards, consumers.mask
         for i, n in enumerate(g.nodes):
             ops[n.op] = ops.get(n.op, 0) + 1
             for o in n.outputs:
                 if o:
-                    made[hash(o) & made_mask].setdefault(o, i)
+                    producer.setdefault(o, i)
             for x in n.inputs:
                 if x:
-                    read[hash(x) & read_mask].setdefault(x, []).append(i)
+                    consumers.setdefault(x, []).append(i)
         facts = GraphFacts(types, producer, consumers, init, where, ops)
         self._cache[id(g)] = (g, facts)
         return facts
