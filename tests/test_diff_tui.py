@@ -122,9 +122,23 @@ def test_diff_viewer_snapshot(snap_compare, size):
     a, b = _docs()
 
     async def run_before(pilot):
-        for _ in range(2):  # the weights' result re-points the hex panes after a refresh, then the histogram
-            await pilot.app.workers.wait_for_complete()
+        # the weights are compared in a thread: wait for their result (under load it came after a
+        # fixed two rounds of settling and the status still had its progress row)
+        # (the tree opens the changed groups and the panes fill in a few refreshes later: the
+        # screen is taken once it has stopped changing)
+        app = pilot.app
+        previous = None
+        for _ in range(400):
+            await app.workers.wait_for_complete()
             await pilot.pause()
+            if app.result is not None and not app.comparing:
+                await pilot.pause(0.05)
+                shot = app.export_screenshot()
+                if shot == previous:
+                    break
+                previous = shot
+            else:
+                await pilot.pause(0.02)
 
     assert snap_compare(make_diff_app(a, b), terminal_size=size, run_before=run_before)
 
@@ -172,3 +186,49 @@ async def _real_files_hex_follows_selection():
 
 def test_real_files_hex_follows_selection():
     asyncio.run(_real_files_hex_follows_selection())
+
+
+def test_first_selection_does_not_depend_on_how_far_the_comparison_got():
+    """Regression: the first selection was taken from the entries' live statuses, which the value
+    comparison (a worker thread) changes: when the worker got ahead of the UI thread the cursor went
+    straight to the changed tensor and the changed node's group stayed closed, otherwise to the node
+    first, opening its group — the diff snapshot failed now and then under load."""
+    import threading
+
+    from onemodel_viewer.analysis.diff import StagedDiff
+    from onemodel_viewer.tui.diff_app import DiffApp
+
+    async def run(worker_first: bool) -> tuple[bool, str]:
+        a, b = _docs()
+        app = make_diff_app(a, b)
+        compared = threading.Event()
+        real_compare = StagedDiff.compare_data
+        real_ready = DiffApp.on_diff_app_structure_ready
+
+        def compare(self, *args, **kwargs):
+            try:
+                return real_compare(self, *args, **kwargs)
+            finally:
+                compared.set()
+
+        def ready(self, message):
+            if worker_first:
+                compared.wait(10)  # the worker has changed every tensor's status by now
+            return real_ready(self, message)
+
+        mp = pytest.MonkeyPatch()
+        mp.setattr(StagedDiff, "compare_data", compare)
+        mp.setattr(DiffApp, "on_diff_app_structure_ready", ready)
+        try:
+            async with app.run_test(size=(120, 40)) as pilot:
+                for _ in range(3):
+                    await app.workers.wait_for_complete()
+                    await pilot.pause()
+                tree = app.query_one(DiffTree)
+                graph = next(n for n in tree.root.children if "graph" in str(n.label))
+                nodes = next(n for n in graph.children if "nodes" in str(n.label))
+                return nodes.is_expanded, tree.cursor_node.data.where
+        finally:
+            mp.undo()
+
+    assert asyncio.run(run(True)) == asyncio.run(run(False)) == (True, 'graph.initializers["w"]')

@@ -52,6 +52,13 @@ from .search import SearchActions
 from .stats_panel import StatsPanel
 
 
+
+def differing_entries(result: DiffResult | None) -> list[DiffNode]:
+    """The entries of ``result`` that are added, removed or have differences, in tree order."""
+    if result is None or not result.root:
+        return []
+    return [n for n in result.root.walk() if n.status in (ADDED, REMOVED) or n.differences]
+
 class DiffApp(HexPanes, DiffActions, SearchActions, App[int]):
     """Side-by-side comparison of two model files."""
 
@@ -116,6 +123,9 @@ class DiffApp(HexPanes, DiffActions, SearchActions, App[int]):
             self.docs = docs
             self.result = result
             self.staged = staged
+            # made in the worker before any value is compared: the entries' statuses change under the
+            # UI thread's feet once the comparison runs, so the first selection is taken from these
+            self.differing = differing_entries(result)
 
     class Compared(Message):
         """These tensor entries got their final status (a batch, in the order they finished)."""
@@ -135,11 +145,13 @@ class DiffApp(HexPanes, DiffActions, SearchActions, App[int]):
     class DiffReady(Message):
         """The worker finished (``result`` None and ``error`` set on failure)."""
 
-        def __init__(self, docs: list[Document], result: DiffResult | None, error: str | None) -> None:
+        def __init__(self, docs: list[Document], result: DiffResult | None, error: str | None,
+                     differing: list[DiffNode] | None = None) -> None:
             super().__init__()
             self.docs = docs
             self.result = result
             self.error = error
+            self.differing = differing
 
     class Progress(Message):
         def __init__(self, done: int, total: int) -> None:
@@ -331,14 +343,12 @@ class DiffApp(HexPanes, DiffActions, SearchActions, App[int]):
         return state
 
     def _collect(self) -> None:
-        r = self.result
-        self._diff_nodes = [n for n in r.root.walk() if n.status in (ADDED, REMOVED) or n.differences] \
-            if r is not None and r.root else []
+        self._diff_nodes = differing_entries(self.result)
 
     def on_diff_app_structure_ready(self, message: "DiffApp.StructureReady") -> None:
         self._staged = message.staged
         self._phase = "weights"
-        self.on_diff_app_diff_ready(self.DiffReady(message.docs, message.result, None))
+        self.on_diff_app_diff_ready(self.DiffReady(message.docs, message.result, None, message.differing))
         if message.staged.total_bytes:
             self.on_diff_app_progress(self.Progress(0, message.staged.total_bytes))
 
@@ -378,6 +388,8 @@ class DiffApp(HexPanes, DiffActions, SearchActions, App[int]):
         if new_root:
             self.prepare_search()
         self._collect()
+        if message.differing is not None:
+            self._diff_nodes = list(message.differing)
         status.update(self._status_text("") + self._state_text())
         tree = self.query_one(DiffTree)
         if not first_time:  # the weights are done: every entry has its final status
