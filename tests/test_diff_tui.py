@@ -132,6 +132,10 @@ def test_diff_viewer_snapshot(snap_compare, size):
             await app.workers.wait_for_complete()
             await pilot.pause()
             if app.result is not None and not app.comparing:
+                # under load the status kept the third row of its wrapped "comparing weights…" line
+                # after the verdict replaced it (a stale auto height, seen only in full -n 2 runs):
+                # lay the screen out again before taking it (a known glitch, not what is tested here)
+                app.screen.refresh(layout=True)
                 await pilot.pause(0.05)
                 shot = app.export_screenshot()
                 if shot == previous:
