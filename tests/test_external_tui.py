@@ -8,8 +8,6 @@ location as written. The layout screen showed only the ``.onnx`` file.
 
 from __future__ import annotations
 
-import asyncio
-import functools
 import shutil
 import sys
 from pathlib import Path
@@ -32,20 +30,10 @@ HERE = Path(__file__).resolve().parent
 CORPUS = HERE.parent / "testdata" / "external"
 sys.path.insert(0, str(HERE.parent / "testdata"))
 import make_external as mx  # noqa: E402
+from conftest import Viewer  # noqa: E402 - the shared Pilot set-up
 
 
-def aio(fn):
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        return asyncio.run(fn(*args, **kwargs))
-
-    return wrapper
-
-
-async def settle(pilot) -> None:
-    await pilot.pause()
-    await pilot.app.workers.wait_for_complete()
-    await pilot.pause()
+settle = Viewer.settle  # the shared set-up (tests/conftest.py)
 
 
 def _lines(doc, t) -> list[str]:
@@ -126,7 +114,6 @@ def test_layout_rows_for_each_weights_file():
         doc.close()
 
 
-@aio
 async def test_layout_screen_jumps_into_a_weights_file():
     app = make_app(str(CORPUS / "nonzero-padding" / "model.onnx"))
     async with app.run_test(size=(120, 40)) as pilot:

@@ -8,8 +8,6 @@ names (a vtable as "padding" with "NON-ZERO byte", tables as "manifest").
 
 from __future__ import annotations
 
-import asyncio
-import functools
 from pathlib import Path
 
 import pytest
@@ -23,24 +21,14 @@ from onemodel_viewer.tui.detail_pane import DetailPane  # noqa: E402
 from onemodel_viewer.tui.hex_view import HexView  # noqa: E402
 from onemodel_viewer.tui.layout_screen import LayoutScreen, from_ort  # noqa: E402
 from onemodel_viewer.tui.structure_tree import StructureTree  # noqa: E402
+from conftest import Viewer  # noqa: E402 - the shared Pilot set-up
 
 BASE = Path(__file__).resolve().parent.parent / "testdata" / "hostile" / "ort" / "base.ort"
 EVIL = "\x1b[2J\u202eEvilProviderX"
 """As many UTF-8 bytes as ``CPUExecutionProvider`` (20): an escape sequence and a right-to-left override."""
 
 
-def aio(fn):
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        return asyncio.run(fn(*args, **kwargs))
-
-    return wrapper
-
-
-async def settle(pilot) -> None:
-    await pilot.pause()
-    await pilot.app.workers.wait_for_complete()
-    await pilot.pause()
+settle = Viewer.settle  # the shared set-up (tests/conftest.py)
 
 
 def patched(tmp_path: Path, name: str, edit) -> Path:
@@ -119,7 +107,6 @@ def _ort_group(app):
     return next(e for e in tree.roots if e.kind == "ort"), tree
 
 
-@aio
 async def test_tree_group_and_version_entry():
     app = make_app(str(BASE))
     async with app.run_test(size=(120, 40)) as pilot:
@@ -142,7 +129,6 @@ async def test_tree_group_and_version_entry():
         assert app.query_one(HexView).cursor == app.document.extra.version_offset
 
 
-@aio
 async def test_node_detail_provider_kernel_and_table():
     app = make_app(str(BASE))
     async with app.run_test(size=(120, 40)) as pilot:
@@ -165,7 +151,6 @@ async def test_node_detail_provider_kernel_and_table():
         assert "  Add add0 ›" in detail(app)
 
 
-@aio
 async def test_initializer_detail_payload_lines():
     app = make_app(str(BASE))
     async with app.run_test(size=(120, 40)) as pilot:
@@ -179,7 +164,6 @@ async def test_initializer_detail_payload_lines():
         assert "in place  yes: aligned to its element size (4 bytes)" in lines
 
 
-@aio
 async def test_provider_string_from_the_file_is_made_visible(tmp_path):
     """An execution provider with an escape sequence and a bidi override is shown escaped, never raw."""
     app = make_app(str(patched(tmp_path, "evil.ort", evil_provider)))
@@ -193,7 +177,6 @@ async def test_provider_string_from_the_file_is_made_visible(tmp_path):
         assert not any("\x1b" in x or "\u202e" in x for x in lines)
 
 
-@aio
 async def test_layout_screen_lists_payloads_and_goes_to_one():
     app = make_app(str(BASE))
     async with app.run_test(size=(120, 40)) as pilot:
@@ -226,7 +209,6 @@ def test_snapshot_ort_node_detail(snap_compare, size):
     assert snap_compare(make_app(str(BASE)), terminal_size=size, run_before=_at_add(None))
 
 
-@aio
 async def test_saved_runtime_optimizations_of_a_real_file(tmp_path):
     """A QDQ Conv converted by ONNX Runtime with --optimization_style Runtime: its saved record (QDQ selector,
     action Conv, producing QLinearConv) is listed, its node indices link to the nodes, the empty slot is named."""

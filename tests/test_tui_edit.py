@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import functools
 import hashlib
 import os
 import shutil
@@ -25,6 +23,7 @@ from onemodel_viewer.tui.hex_view import HexView
 from onemodel_viewer.tui.problems_screen import ProblemsScreen
 from onemodel_viewer.tui.prompt import Prompt
 from onemodel_viewer.tui.structure_tree import StructureTree
+from conftest import Viewer  # noqa: E402 - the shared Pilot set-up
 
 ROOT = Path(__file__).resolve().parent.parent
 SHOWCASE = ROOT / "testdata" / "valid" / "showcase.onemodel"
@@ -32,18 +31,7 @@ HOSTILE = ROOT / "testdata" / "hostile"
 SIZE = (120, 40)
 
 
-def aio(fn):
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        return asyncio.run(fn(*args, **kwargs))
-
-    return wrapper
-
-
-async def settle(pilot) -> None:
-    await pilot.pause()
-    await pilot.app.workers.wait_for_complete()
-    await pilot.pause()
+settle = Viewer.settle  # the shared set-up (tests/conftest.py)
 
 
 def digest(path: Path) -> str:
@@ -84,7 +72,6 @@ def tree_labels(app) -> list[str]:
 # edits through the keys
 
 
-@aio
 async def test_edit_header_field_marks_problem_and_undo_redo(model):
     before = digest(model)
     app = make_app(str(model))
@@ -116,7 +103,6 @@ async def test_edit_header_field_marks_problem_and_undo_redo(model):
     assert digest(model) == before
 
 
-@aio
 async def test_edit_manifest_value_validated_as_json(model):
     before = digest(model)
     app = make_app(str(model))
@@ -148,7 +134,6 @@ async def test_edit_manifest_value_validated_as_json(model):
     assert digest(model) == before
 
 
-@aio
 async def test_edit_bytes_in_hex_pane(model):
     before = digest(model)
     app = make_app(str(model))
@@ -169,7 +154,6 @@ async def test_edit_bytes_in_hex_pane(model):
     assert digest(model) == before
 
 
-@aio
 async def test_bad_edit_is_refused_and_nothing_changes(model):
     app = make_app(str(model))
     async with app.run_test(size=SIZE) as pilot:
@@ -182,7 +166,6 @@ async def test_bad_edit_is_refused_and_nothing_changes(model):
         assert app.edit_session.edits == []
 
 
-@aio
 async def test_edit_list_matches_patch_and_save_as(model, tmp_path):
     before = digest(model)
     app = make_app(str(model))
@@ -224,7 +207,6 @@ async def test_edit_list_matches_patch_and_save_as(model, tmp_path):
     assert digest(model) == before
 
 
-@aio
 async def test_problems_screen_marks_appeared_and_gone(tmp_path):
     src = HOSTILE / "InvalidModel-cycle-self.onemodel"
     model = tmp_path / "m.onemodel"
@@ -247,7 +229,6 @@ async def test_problems_screen_marks_appeared_and_gone(tmp_path):
         assert [p.where for p in screen.gone] == [first.where]
 
 
-@aio
 async def test_edit_in_a_big_graph_keeps_selection_and_renders_only_visible_labels(tmp_path, monkeypatch):
     """Regression: after an edit's re-read, putting the selection back on a node in a group of 1,000
     rendered every label of the group to measure the tree's width (~100 ms of the UI thread on the
@@ -289,7 +270,6 @@ async def test_edit_in_a_big_graph_keeps_selection_and_renders_only_visible_labe
         assert tree.virtual_size.width <= tree.size.width  # the labels still fitted: no sideways scrolling
 
 
-@aio
 async def test_selection_comes_back_after_the_facts_of_the_reread_graph(tmp_path, monkeypatch):
     """Regression: the selection was put back right after the first frame of the re-read document, and
     rebuilding the selected node's group computed the graph's facts on the UI thread (or waited there for
@@ -369,7 +349,6 @@ def test_overlay_reads_match_the_written_file(model, tmp_path):
 # rule ids in the panes
 
 
-@aio
 async def test_rule_in_detail_and_problems_panes():
     """The problems and detail panes name the rule as --check does (section and id)."""
     path = HOSTILE / "InvalidModel-cycle-self.onemodel"
