@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import inspect
 from pathlib import Path
 from typing import AsyncIterator
@@ -76,3 +77,19 @@ class Viewer:
 @pytest.fixture
 def viewer() -> Viewer:
     return Viewer()
+
+
+def first_failure(path) -> tuple[str, str | None] | None:
+    """``(kind, where)`` of the strict open's refusal of ``path``, or None when the file opens."""
+    from onemodel_viewer import format as omf
+
+    try:
+        omf.open(path).close()
+    except omf.FormatError as e:
+        return e.kind.value, e.where
+    return None
+
+
+def digest(path) -> str:
+    """SHA-256 of a file's bytes (to show a command left its input as it was)."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()

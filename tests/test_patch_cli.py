@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 import os
@@ -15,6 +14,7 @@ import pytest
 from onemodel_viewer import cli
 from onemodel_viewer import format as omf
 from onemodel_viewer.commands.patch import EditError, parse_edit
+from conftest import digest, first_failure as first_problem  # noqa: E402 - shared test helpers
 
 ROOT = Path(__file__).resolve().parent.parent
 HOSTILE = ROOT / "testdata" / "hostile"
@@ -30,18 +30,6 @@ def patch(src, dst, *edits, raw=False):
         rc = cli.main(argv)
     obj = json.loads(out.getvalue()) if out.getvalue().strip() else None
     return rc, obj, err.getvalue()
-
-
-def first_problem(path):
-    try:
-        omf.open(path).close()
-    except omf.FormatError as e:
-        return e.kind.value, e.where
-    return None
-
-
-def digest(path) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))

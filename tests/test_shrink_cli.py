@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 import struct
@@ -12,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from onemodel_viewer import cli
-from onemodel_viewer import format as omf
 from onemodel_viewer.format.spec_rules import shape_of
+from conftest import digest, first_failure as failure  # noqa: E402 - shared test helpers
 
 ROOT = Path(__file__).resolve().parent.parent
 HOSTILE = ROOT / "testdata" / "hostile"
@@ -36,18 +35,6 @@ def patch(src, dst, *edits):
 
         with contextlib.redirect_stdout(io.StringIO()):
             assert cli.main(["--patch", str(src), str(dst), *edits, "--json"]) == 0
-
-
-def failure(path):
-    try:
-        omf.open(path).close()
-    except omf.FormatError as e:
-        return e.kind.value, e.where
-    return None
-
-
-def digest(path) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 @pytest.mark.parametrize("name", BROKEN)

@@ -7,7 +7,6 @@ the same kind, the same ``where`` up to array indices, never larger than IN; IN 
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 import shutil
@@ -23,6 +22,7 @@ from onemodel_viewer import cli  # noqa: E402
 from onemodel_viewer import format as omf  # noqa: E402
 from onemodel_viewer.format.onnx_checker import checker_problems  # noqa: E402
 from onemodel_viewer.format.spec_rules import shape_of  # noqa: E402
+from conftest import digest, first_failure as failure  # noqa: E402 - shared test helpers
 
 ROOT = Path(__file__).resolve().parent.parent
 EXTERNAL = ROOT / "testdata" / "external"
@@ -39,18 +39,6 @@ def shrink(src, dst, seconds=20.0):
     with redirect_stderr(err):
         rc = cli.main(["--shrink", str(src), str(dst), "--seconds", str(seconds)])
     return rc, err.getvalue()
-
-
-def failure(path):
-    try:
-        omf.open(path).close()
-    except omf.FormatError as e:
-        return e.kind.value, e.where
-    return None
-
-
-def digest(path) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 @pytest.mark.parametrize("name,model,problem", CASES, ids=[c[0] for c in CASES])
