@@ -32,7 +32,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from .proc import open_pty
+from .proc import open_pty, read_pty
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 QUIET = 0.05
@@ -92,25 +92,17 @@ def measure(cmd: list[str], *, keys: int = 40, max_seconds: float = 60.0, interv
     p = subprocess.Popen(cmd, stdin=slave, stdout=slave, stderr=slave, env=full_env, start_new_session=True)
     os.close(slave)
 
-    def drain() -> None:
-        while True:
-            try:
-                data = os.read(master, 65536)
-            except OSError:
-                break
-            if not data:
-                break
-            now = time.perf_counter()
-            with lock:
-                last_out[0] = now
-                count[0] += 1
-                stamps.append(now)
-                if not first_frame and len(data) > 1024:
-                    first_frame.append(now)
-                lock.notify_all()
+    def on_data(data: bytes) -> None:
+        now = time.perf_counter()
+        with lock:
+            last_out[0] = now
+            count[0] += 1
+            stamps.append(now)
+            if not first_frame and len(data) > 1024:
+                first_frame.append(now)
+            lock.notify_all()
 
-    reader = threading.Thread(target=drain, daemon=True)
-    reader.start()
+    reader = read_pty(master, on_data)
     try:
         with lock:
             lock.wait_for(lambda: bool(first_frame) or p.poll() is not None, timeout=startup_timeout)

@@ -57,6 +57,24 @@ def open_pty(rows: int = 40, cols: int = 120) -> tuple[int, int]:
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
     return master, slave
 
+def read_pty(master: int, on_data) -> threading.Thread:
+    """A started daemon thread passing each chunk read from ``master`` to ``on_data`` until the pty closes."""
+
+    def drain() -> None:
+        while True:
+            try:
+                data = os.read(master, 65536)
+            except OSError:
+                break
+            if not data:
+                break
+            on_data(data)
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    return reader
+
+
 def run_proc(cmd: list[str], *, env: dict | None = None, tty: bool = False, timeout: float = 900) -> Proc:
     """Run ``cmd`` to completion: wall time, exit code, peak RSS (rusage) and sampled peak anon RSS."""
     full_env = dict(os.environ)
@@ -79,18 +97,7 @@ def run_proc(cmd: list[str], *, env: dict | None = None, tty: bool = False, time
         p = subprocess.Popen(cmd, stdin=slave, stdout=slave, stderr=slave, env=full_env, start_new_session=True)
         os.close(slave)
 
-        def drain() -> None:
-            while True:
-                try:
-                    data = os.read(master, 65536)
-                except OSError:
-                    break
-                if not data:
-                    break
-                chunks.append(data)
-
-        reader = threading.Thread(target=drain, daemon=True)
-        reader.start()
+        reader = read_pty(master, chunks.append)
     else:
         p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out_f, stderr=err_f, env=full_env)
     peak_anon = [0]
