@@ -59,13 +59,35 @@ def differing_entries(result: DiffResult | None) -> list[DiffNode]:
         return []
     return [n for n in result.root.walk() if n.status in (ADDED, REMOVED) or n.differences]
 
+class StatusBar(Static):
+    """The two files and the verdict, as tall as its text wraps to. An auto height went stale: a
+    progress line and the verdict set between two idle turns kept the progress line's three rows
+    under the two-row verdict."""
+
+    def __init__(self, text: Text, **kwargs: Any) -> None:
+        super().__init__(text, **kwargs)
+        self._text = text
+
+    def show(self, text: Text) -> None:
+        self._text = text
+        self.update(text)
+        self._fit()
+
+    def on_resize(self) -> None:
+        self._fit()
+
+    def _fit(self) -> None:
+        width = max(1, self.content_size.width or self.app.size.width - 2)
+        self.styles.height = min(5, max(1, len(self._text.wrap(self.app.console, width))))
+
+
 class DiffApp(HexPanes, DiffActions, SearchActions, App[int]):
     """Side-by-side comparison of two model files."""
 
     TITLE = "onemodel-view diff"
 
     CSS = """
-    #status { height: auto; max-height: 5; padding: 0 1; background: $panel; }
+    #status { height: 2; padding: 0 1; background: $panel; }
     #body { height: 1fr; }
     #tree { width: 45%; min-width: 30; border: round $primary; }
     #right { width: 1fr; }
@@ -189,7 +211,7 @@ class DiffApp(HexPanes, DiffActions, SearchActions, App[int]):
 
     # ------------------------------------------------------------------ layout
     def compose(self) -> ComposeResult:
-        yield Static(self._status_text("opening…"), id="status")
+        yield StatusBar(self._status_text("opening…"), id="status")
         with Horizontal(id="body"):
             yield DiffTree(id="tree")
             with Vertical(id="right"):
@@ -307,17 +329,19 @@ class DiffApp(HexPanes, DiffActions, SearchActions, App[int]):
         return self._phase == "weights"
 
     def on_diff_app_progress(self, message: "DiffApp.Progress") -> None:
-        status = self.query_one("#status", Static)
         if message.done < 0:  # the comparison was cancelled (c)
             self._phase = "cancelled"
             left = self._staged.pending if self._staged is not None else 0
-            status.update(self._status_text("") + self._state_text() +
-                          Text(f"   weights: cancelled, {left:,} tensor{'' if left == 1 else 's'} not compared (…)",
-                               style="bold magenta"))
+            self._show_status(self._status_text("") + self._state_text() +
+                              Text(f"   weights: cancelled, {left:,} tensor{'' if left == 1 else 's'} not compared (…)",
+                                   style="bold magenta"))
         elif self.comparing and message.total:
             pct = 100 * message.done // message.total
-            status.update(self._status_text("") + self._state_text() +
-                          Text(f"   comparing weights… {pct}% of {human_size(message.total)} (c: cancel)", style="dim"))
+            self._show_status(self._status_text("") + self._state_text() +
+                              Text(f"   comparing weights… {pct}% of {human_size(message.total)} (c: cancel)", style="dim"))
+
+    def _show_status(self, text: Text) -> None:
+        self.query_one("#status", StatusBar).show(text)
 
     def _state_text(self) -> Text:
         """The verdict line: counts of differences so far (plurals right), equivalences applied."""
@@ -371,10 +395,9 @@ class DiffApp(HexPanes, DiffActions, SearchActions, App[int]):
 
     def on_diff_app_diff_ready(self, message: "DiffApp.DiffReady") -> None:
         self.docs = message.docs
-        status = self.query_one("#status", Static)
         if message.error is not None:
             self.error = message.error
-            status.update(self._status_text("") + Text(safe_str(message.error, 300), style="bold red"))
+            self._show_status(self._status_text("") + Text(safe_str(message.error, 300), style="bold red"))
             return
         r = message.result
         assert r is not None
@@ -390,7 +413,7 @@ class DiffApp(HexPanes, DiffActions, SearchActions, App[int]):
         self._collect()
         if message.differing is not None:
             self._diff_nodes = list(message.differing)
-        status.update(self._status_text("") + self._state_text())
+        self._show_status(self._status_text("") + self._state_text())
         tree = self.query_one(DiffTree)
         if not first_time:  # the weights are done: every entry has its final status
             tree.refresh_entries(n for n in r.root.walk() if not n.children) if r.root else None
