@@ -246,6 +246,36 @@ def test_canonical_proof_agrees_with_writer_on_corpus():
     assert proved >= 10
 
 
+def test_strict_open_parse_gives_the_findings_of_a_fresh_parse():
+    """all_findings(doc, parsed=...) after a strict open reuses that open's parse (its duplicate keys
+    checked without parsing again, as --diff does): the same findings as parsing the manifest again,
+    on every corpus file a strict open reads (duplicate keys, noncanonical manifests, shared bytes)."""
+    from onemodel_viewer.format.errors import FormatError
+    from onemodel_viewer.format.manifest import with_duplicates
+    from onemodel_viewer.format.reader import open_with_manifest
+
+    seen = set()
+    for path in _corpus():
+        try:
+            doc, parsed = open_with_manifest(path, mode="strict")
+        except FormatError:
+            continue
+        try:
+            if parsed is None:
+                continue
+            assert not parsed.checked_duplicates
+            key = lambda f: (f.code, f.where, f.offset, f.message)  # noqa: E731
+            reused = [key(f) for f in all_findings(doc, parsed=parsed)]
+            assert reused == [key(f) for f in all_findings(doc)], path
+            seen.update(code for code, *_ in reused)
+            checked = with_duplicates(doc.storage.read(*doc.manifest_span), parsed)
+            assert checked.checked_duplicates and checked.value is parsed.value
+            assert with_duplicates(b"", checked) is checked
+        finally:
+            doc.close()
+    assert {"duplicate-key", "noncanonical-manifest", "shared-bytes"} <= seen, seen
+
+
 def _canon(m) -> bytes:
     return json.dumps(m, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 

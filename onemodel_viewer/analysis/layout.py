@@ -462,11 +462,15 @@ def all_findings(
     """The reader's findings plus :func:`file_findings` (and ``duplicate-key`` after a strict open)."""
     out = list(doc.findings)
     if doc.source == "onemodel" and doc.mode == "strict" and doc.manifest_span is not None and doc.storage is not None:
+        from ..format.manifest import with_duplicates
         from ..format.reader import duplicate_key_findings
 
         mo, ml = doc.manifest_span
         try:
-            out.extend(duplicate_key_findings(doc.storage.read(mo, ml), mo))
+            data = doc.storage.read(mo, ml)
+            if parsed is not None:  # the strict open's parse, its keys checked now: no second parse
+                parsed = with_duplicates(data, parsed)
+            out.extend(duplicate_key_findings(data, mo, parsed))
         except FormatError:
             pass
     return out + file_findings(doc, lay, cancel=cancel, canonical=canonical, parsed=parsed)

@@ -52,6 +52,15 @@ def run_diff(a: str, b: str, as_json: bool = False, *, top: int = TOP, out: Text
     """
     out = out if out is not None else sys.stdout
     err = err if err is not None else sys.stderr
+    from ..process import paused_gc
+
+    # Two models' records, the side-by-side tree and the findings all live until the output is
+    # written: the cyclic GC would only walk them (1 GiB benchmark pair: ~0.1 of ~1.1 CPU-s).
+    with paused_gc():
+        return _run(a, b, as_json, top, out, err)
+
+
+def _run(a: str, b: str, as_json: bool, top: int, out: TextIO, err: TextIO) -> int:
     from concurrent.futures import ThreadPoolExecutor
 
     from ..analysis.diff import staged

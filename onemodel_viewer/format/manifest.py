@@ -208,6 +208,16 @@ def parse(data, base: int = 64, duplicates: bool = True) -> Parsed:
     return Parsed(value, dups, True, compact)
 
 
+def with_duplicates(data, parsed: Parsed) -> Parsed:
+    """``parsed`` (a parse of ``data`` made with ``duplicates=False``) with its duplicate keys detected,
+    without parsing again (:func:`_duplicates`: ~2 ms for 2.3 MB against ~15 ms for the parse and the
+    collections its ~10^5 new objects trigger); ``parsed`` itself when they were detected already."""
+    if parsed.checked_duplicates:
+        return parsed
+    dups, compact = _duplicates(data, parsed.value)
+    return Parsed(parsed.value, dups, True, compact)
+
+
 def _not_an_object(data, base: int, start: int) -> FormatError:
     """The problem of a manifest whose first byte after whitespace is not ``{``: invalid UTF-8
     anywhere (as for any manifest), else "not a JSON object" at a byte that starts a JSON value

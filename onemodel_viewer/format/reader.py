@@ -85,15 +85,20 @@ BULK_NODES = 32
 """Graphs with at least this many nodes, all stored as writers store them (:func:`.builder.plain_nodes`), get a lazily built :class:`~.schema.NodeList`."""
 
 
-def duplicate_key_findings(manifest: bytes, base: int = 64) -> list[Finding]:
-    """``duplicate-key`` findings of a manifest that parses (else [])."""
+def duplicate_key_findings(manifest: bytes, base: int = 64, parsed: _manifest.Parsed | None = None) -> list[Finding]:
+    """``duplicate-key`` findings of a manifest that parses (else []).
+
+    ``parsed``: the manifest's parse with its duplicate keys detected (:func:`.manifest.with_duplicates`),
+    which spares parsing it again.
+    """
     report = Reporter(False, LOCATE_CAP)
     report.manifest = manifest
     report.base = base
-    try:
-        parsed = _manifest.parse(manifest, base)
-    except FormatError:
-        return []
+    if parsed is None or not parsed.checked_duplicates:
+        try:
+            parsed = _manifest.parse(manifest, base)
+        except FormatError:
+            return []
     _finding_duplicates(report, parsed)
     return report.findings
 
