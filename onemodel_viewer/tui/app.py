@@ -53,7 +53,6 @@ from .prompt import take_stray_key
 from .hex_view import HexView
 from .insight import Insight, InsightActions
 from .locate import ManifestSpans
-from .ort_detail import ort_span
 from .safe import safe_str
 from .search import SearchActions, SearchIndex  # noqa: F401 (SearchIndex: the name tests import from here)
 from .run import run_app
@@ -189,6 +188,8 @@ class OneModelApp(BackgroundWork, SearchActions, InsightActions, EditActions, Ap
             self.call_after_refresh(self.exit, 0)
             return
         self._first_screen_shown = True
+        if self.current is not None:
+            self._locate_soon(self.current.where)
         if not self._start_background(hold_gc=resume) and resume:
             freeze_gc()  # no job: nothing to hold the GC for (with a job: on when it ends)
 
@@ -332,15 +333,25 @@ class OneModelApp(BackgroundWork, SearchActions, InsightActions, EditActions, Ap
         if entry.kind in ("problem", "finding") and getattr(obj, "offset", None) is not None:
             hexv.goto(obj.offset, 1)
             return
-        span = ort_span(self.document, entry)  # an .ort record: its flatbuffer table (None for other formats)
-        if span is not None:
-            hexv.goto(*span)
+        if self.document is not None and self.document.source == "ort":
+            from .ort_detail import ort_span  # imported for .ort files only (~50 ms at start, load ~7)
+
+            span = ort_span(self.document, entry)  # an .ort record: its flatbuffer table
+            if span is not None:
+                hexv.goto(*span)
+                return
+        self._locate_soon(entry.where)
+
+    def _locate_soon(self, where: str) -> None:
+        """Highlight the manifest bytes of ``where`` if the selection stays there (not before the first
+        screen is drawn: the look-up's manifest copy or child process would delay it)."""
+        if not where.startswith("manifest") or self.document is None or not self.document.manifest_span:
             return
-        if entry.where.startswith("manifest") and self.document is not None and self.document.manifest_span:
-            # debounced: moving quickly through the tree starts no lookups
-            if self._locate_timer is not None:
-                self._locate_timer.stop()
-            where = entry.where
+        # debounced: moving quickly through the tree starts no lookups
+        if self._locate_timer is not None:
+            self._locate_timer.stop()
+            self._locate_timer = None
+        if self._first_screen_shown:
             self._locate_timer = self.set_timer(LOCATE_DELAY, lambda: self._locate(where))
 
     @work(thread=True, exclusive=True, group="locate", exit_on_error=False)

@@ -17,23 +17,26 @@ from __future__ import annotations
 import json
 import os
 import threading
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
 from rich.text import Text
 from textual import work
 from textual.app import SystemCommand
 from textual.worker import get_current_worker
 
-from ..format.edit_image import FIELD_NAMES, EditError, parse_edit
 from ..format.errors import FormatError
-from ..format.manifest_locate import Locator
-from ..format.overlay import EditSession, OverlayStorage, verdict_change
 from ..process import freeze_gc, pause_gc
 from .entries import Entry
 from .hex_view import HexView
 from .info_bar import InfoBar
 from .safe import safe_str
 from .structure_tree import StructureTree
+
+if TYPE_CHECKING:
+    from ..format.overlay import EditSession
+
+# the edit modules (format/edit_image, overlay, manifest_locate) are imported on the first edit:
+# at start they were ~70 ms of the first screen's imports (10,000-node model, load ~7)
 
 __all__ = ["EditActions", "MAX_VALUE"]
 
@@ -69,6 +72,8 @@ class EditActions:
             self.notify("edit mode edits OneModel files; convert this one first (--convert)", severity="warning")
             return None
         if self.edit_session is None or self.edit_session.path != self.path:
+            from ..format.overlay import EditSession
+
             try:
                 self.edit_session = EditSession(self.path)
             except (FormatError, OSError) as e:
@@ -108,6 +113,7 @@ class EditActions:
                                 hint=f"file size {storage.size:,}; past the end extends the file"), done)
 
     def _edit_header(self, session: EditSession, name: str) -> None:
+        from ..format.edit_image import FIELD_NAMES
         from .prompt import Prompt
 
         head = session.image.head
@@ -130,6 +136,8 @@ class EditActions:
     @work(thread=True, exclusive=True, group="edit-open", exit_on_error=False)
     def _edit_manifest(self, session: EditSession, where: str) -> None:
         """Find the value's JSON text (off the UI thread: the walk is linear in the bytes before it), then edit it."""
+        from ..format.manifest_locate import Locator
+
         manifest = session.image.manifest
         span = Locator(bytes(manifest)).span(where) if manifest is not None else None
         if span is None:
@@ -165,6 +173,8 @@ class EditActions:
         False when it does not parse; an edit that cannot be applied to this file is said when the
         worker gets to it (and changes nothing).
         """
+        from ..format.edit_image import EditError, parse_edit
+
         session = self._session()
         if session is None:
             return False
@@ -205,6 +215,7 @@ class EditActions:
     def _edit_op(self, session: EditSession, op: str, edit, generation: int, ticket: int) -> None:
         """One operation, in submission order; the last one submitted re-reads the edited file
         (diagnose mode) and hands the document to the UI thread (older ones skip the re-read)."""
+        from ..format.edit_image import EditError
         from ..format.reader import open_storage
 
         turns = self._edit_turns
@@ -254,6 +265,8 @@ class EditActions:
                 freeze_gc()
             self.query_one("#infobar", InfoBar).show(self._info_parts())
             return
+        from ..format.overlay import verdict_change
+
         self._edit_shown = version
         old = self.document
         change = verdict_change(_Problems(old), _Problems(doc))
@@ -341,7 +354,11 @@ class EditActions:
         """The info bar's edit-mode part (nothing until the first edit)."""
         session = self.edit_session
         doc = self.document
-        if session is None or not (session.edits or session.undone) or doc is None or not isinstance(doc.storage, OverlayStorage):
+        if session is None or not (session.edits or session.undone) or doc is None:
+            return []
+        from ..format.overlay import OverlayStorage
+
+        if not isinstance(doc.storage, OverlayStorage):
             return []  # no edits, or the file as on disk is shown (r reloads it; the edits stay for the next one)
         n = len(session.edits)
         t = Text(f"  EDITED {n} edit{'s' if n != 1 else ''}", style="bold magenta")

@@ -16,20 +16,22 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 from rich.text import Text
 from textual.app import App, SystemCommand
 from textual.worker import get_current_worker
 
 from ..analysis.facts import Facts
-from ..analysis.params import ParamCounts, count_graph, count_model
-from ..analysis.shapes import Inferred, constant_output_type, infer_types, inference_helper
-from ..analysis.usedby import Use, UsedBy
 from ..format.document import Document
 from ..format.schema import Function, Graph, Node, SparseTensor, Tensor, Type, ValueInfo
 from .entries import Entry
 from .safe import human_size, safe_str, safe_text
+
+if TYPE_CHECKING:  # imported when used, not at start (there: ~45 ms of the imports, load ~7)
+    from ..analysis.params import ParamCounts
+    from ..analysis.shapes import Inferred
+    from ..analysis.usedby import Use, UsedBy
 
 USED_BY_SHOWN = 12
 """Readers listed in the detail pane (the ``u`` screen lists them all)."""
@@ -93,6 +95,8 @@ class Insight:
         self._work()
 
     def _work(self) -> None:
+        from ..analysis.shapes import inference_helper
+        from ..analysis.usedby import UsedBy
         worker = get_current_worker()
         model = self.doc.model
         assert model is not None
@@ -121,6 +125,7 @@ class Insight:
                 return
 
     def _count(self, model) -> tuple[ParamCounts, dict[int, tuple[Graph, ParamCounts]]]:
+        from ..analysis.params import count_graph, count_model
         from ..format.schema import walk_graphs
 
         per: dict[int, tuple[Graph, ParamCounts]] = {}
@@ -129,6 +134,7 @@ class Insight:
         return count_model(model, self.cancel), per
 
     def _infer(self, model) -> Inferred:
+        from ..analysis.shapes import infer_types
         inf = infer_types(model, self.cancel, isolate=True)  # onnx's C++ would hold the GIL, freezing the UI
         inf.names(model.graph)  # index the main graph's types here, not on the UI thread
         return inf
@@ -160,6 +166,7 @@ class Insight:
         return None if self.used_by is None else self.used_by.function_uses(f, name)
 
     def direct_uses(self, g: Graph, name: str) -> list[Use]:
+        from ..analysis.usedby import Use
         f = self.facts.of(g)
         return [Use(g.nodes[i], g, None, 0) for i in f.consumers.get(name, ())]
 
@@ -175,6 +182,7 @@ class Insight:
         if i is not None:
             n = g.nodes[i]
             if n.op == "Constant":
+                from ..analysis.shapes import constant_output_type
                 t = constant_output_type(n)
                 if t is not None:
                     return t, "constant"
