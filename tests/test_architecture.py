@@ -24,6 +24,8 @@ CORE = [
     "onemodel_viewer.analysis.byte_diff",
     "onemodel_viewer.analysis.diff_search",
     "onemodel_viewer.analysis.tensor_spans",
+    "onemodel_viewer.analysis.spans",
+    "onemodel_viewer.analysis.ort_layout",
 ]
 
 

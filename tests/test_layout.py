@@ -8,7 +8,8 @@ import sys
 
 import pytest
 
-from onemodel_viewer.analysis.layout import Extent, all_findings, file_findings, layout
+from onemodel_viewer.analysis.layout import all_findings, file_findings, layout
+from onemodel_viewer.analysis.spans import Span
 from onemodel_viewer.format.reader import open_path
 
 from test_reader_util import align, graph, model, pack, tensor, write
@@ -175,7 +176,7 @@ def test_layout_module_imports_no_numpy_rich_textual():
 
 
 def test_extent_length():
-    assert Extent(10, 74, "tensor").length == 64
+    assert Span(10, 74, "tensor").length == 64
 
 
 @pytest.mark.parametrize("n", [1, 3])

@@ -15,7 +15,7 @@ import pytest
 pytest.importorskip("textual")
 
 from onemodel_viewer import format as omf  # noqa: E402
-from onemodel_viewer.analysis.ort_layout import ort_layout  # noqa: E402
+from onemodel_viewer.analysis.ort_layout import alignment, element_size, in_place, ort_layout  # noqa: E402
 from onemodel_viewer.tui.app import make_app  # noqa: E402
 from onemodel_viewer.tui.detail_pane import DetailPane  # noqa: E402
 from onemodel_viewer.tui.hex_view import HexView  # noqa: E402
@@ -56,8 +56,9 @@ def test_layout_lists_payloads_with_alignment():
         lay = ort_layout(doc)
         (w,) = [t for t in doc.model.graph.initializers if t.name == "w"]
         (row,) = lay.payloads
-        assert (row.start, row.length, row.name, row.where) == (w.file_offset, 12, "w", w.where)
-        assert (row.mod64, row.mod4096, row.element_size, row.in_place) == (w.file_offset % 64, w.file_offset % 4096, 4, True)
+        assert (row.start, row.length, row.names, row.wheres, row.kind) == (w.file_offset, 12, ("w",), (w.where,), "payload")
+        assert lay.dtypes == {w.where: w.dtype}
+        assert (element_size(w.dtype), in_place(row.start, w.dtype)) == (4, True)
         assert lay.unowned == [] and lay.padding_runs == len(doc.extra.unowned)
         assert lay.padding_bytes == sum(n for _s, n in doc.extra.unowned)
         rows = from_ort(doc)
@@ -83,8 +84,9 @@ def test_layout_lists_unowned_bytes_and_nonzero_padding(tmp_path):
     doc = omf.open(patched(tmp_path, "junk.ort", edit), mode="diagnose")
     try:
         lay = ort_layout(doc)
-        got = [(u.start, u.length, u.nonzero) for u in lay.unowned]
-        assert got == [(pad[0], pad[1], pad[0] + 1), (tail, size + 16 - tail, size + 8)]
+        got = [(u.start, u.length, u.kind, u.nonzero) for u in lay.unowned]
+        assert got == [(pad[0], pad[1], "unowned", True), (tail, size + 16 - tail, "unowned", True)]
+        assert lay.first_nonzero == {pad[0]: pad[0] + 1, tail: size + 8}
         notes = {e.start: e.note for e in from_ort(doc) if e.kind == "unowned"}
         assert notes == {pad[0]: f"NON-ZERO byte at 0x{pad[0] + 1:x}", tail: f"NON-ZERO byte at 0x{size + 8:x}"}
         assert [(f.code, f.offset) for f in doc.findings] == [("unowned-bytes", tail)]
@@ -93,11 +95,8 @@ def test_layout_lists_unowned_bytes_and_nonzero_padding(tmp_path):
 
 
 def test_unaligned_payload_is_not_in_place():
-    from onemodel_viewer.analysis.ort_layout import PayloadRow
-
-    r = PayloadRow(2884, 8, "w", "w", 7)  # int64 at 4 mod 8
-    assert (r.alignment, r.element_size, r.in_place) == (4, 8, False)
-    assert PayloadRow(0, 1, "b", "b", 9).alignment == 1 << 30
+    assert (alignment(2884), element_size(7), in_place(2884, 7)) == (4, 8, False)  # int64 at 4 mod 8
+    assert alignment(0) == 1 << 30 and in_place(0, 9)
 
 
 # -- the viewer

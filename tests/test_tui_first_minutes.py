@@ -351,7 +351,7 @@ async def test_layout_go_to_moves_tree_and_detail_and_w_finds_the_owner(viewer):
         ext = app.screen.extents[row]
         app.screen._choose(row)
         await viewer.settle(pilot)
-        owner = app.bytemap.tensors_at(ext.start, limit=1)[0].tensor
+        owner = app.bytemap.tensors_at(ext.start, limit=1)[0]
         assert app.current is not None and app.current.where == owner.where
         assert app.query_one(HexView).cursor == ext.start
         # from a hex byte inside another tensor: w selects that tensor

@@ -2,7 +2,7 @@
 
 :func:`external_layout` gives one :class:`FileLayout` per external data file an ONNX document
 reads (from the importer's :class:`~onemodel_viewer.format.onnx_external.ExternalFacts`: the
-same resolution, the same ranges), with its extents in offset order:
+same resolution, the same ranges), with its extents (:class:`~.spans.Span`\\ s) in offset order:
 
 =============  ================================================================================
 kind           bytes
@@ -36,32 +36,15 @@ from dataclasses import dataclass
 
 from ..format.errors import Finding
 from ..format.onnx_external import ExternalFacts, open_regular
+from .spans import Span
 
-__all__ = ["Span", "FileLayout", "external_layout", "external_findings", "ALIGN"]
+__all__ = ["FileLayout", "external_layout", "external_findings", "ALIGN"]
 
 ALIGN = 64
 """An external tensor offset not a multiple of this is an ``unaligned-external-data`` finding."""
 SCAN_LIMIT = 16 << 20
 MAX_FINDINGS_PER_CODE = 100
 _CHUNK = 1 << 20
-
-
-@dataclass(frozen=True, slots=True)
-class Span:
-    """A byte range ``[start, end)`` of one weights file and what it is."""
-
-    start: int
-    end: int
-    kind: str
-    """``tensor``, ``overlap``, ``padding``, ``gap`` or ``tail``."""
-    names: tuple[str, ...] = ()
-    wheres: tuple[str, ...] = ()
-    nonzero: bool | None = None
-    """padding/gap/tail: some byte is not zero (None: not scanned)."""
-
-    @property
-    def length(self) -> int:
-        return self.end - self.start
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,8 +144,8 @@ def _file_layout(loc: str, real: str, size: int, refs: list, zeros: _Zeros) -> F
         if s > reach:
             _unowned(spans, reach, s, alignment, reach_ref, zeros)
         elif reach_ref is not None and s < reach:
-            spans.append(Span(s, min(e, reach), "overlap", (reach_ref.name, r.name), (reach_ref.where, r.where)))
-        spans.append(Span(s, e, "tensor", (r.name,), (r.where,)))
+            spans.append(Span(s, min(e, reach), "overlap", (reach_ref.name, r.name), (reach_ref.where, r.where), owners=2))
+        spans.append(Span(s, e, "tensor", (r.name,), (r.where,), owners=1))
         owned += max(0, e - max(s, reach))
         if e > reach:
             reach, reach_ref = e, r

@@ -1,6 +1,6 @@
 """Who owns each byte of a OneModel file, and the findings that follow from it.
 
-:func:`layout` partitions the file into sorted, non-overlapping :class:`Extent`\\ s:
+:func:`layout` partitions the file into sorted, non-overlapping extents (:class:`~.spans.Span`\\ s):
 
 =============  ================================================================================
 kind           bytes
@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from ..format.document import HEADER_SIZE, Document
 from ..format.errors import Finding, FormatError
 from ..format.schema import Tensor, all_tensors
+from .spans import Span
 from .tensor_spans import TensorSpans
 
 ALIGN = 64
@@ -54,35 +55,13 @@ MAX_FINDINGS_PER_CODE = 100
 
 
 @dataclass(frozen=True, slots=True)
-class Extent:
-    """A byte range ``[start, end)`` of the file and what owns it."""
-
-    start: int
-    end: int
-    kind: str
-    """``header``, ``manifest``, ``padding``, ``tensor``, ``overlap``, ``gap`` or ``tail``."""
-    names: tuple[str, ...] = ()
-    """Tensor names (tensor, overlap; the tensor before a padding extent)."""
-    wheres: tuple[str, ...] = ()
-    """Manifest paths of those tensors."""
-    nonzero: bool | None = None
-    """Padding/gap/tail: some byte is not zero (None: not scanned)."""
-    owners: int = 0
-    """How many tensors own these bytes (``names`` is capped at MAX_NAMES)."""
-
-    @property
-    def length(self) -> int:
-        return self.end - self.start
-
-
-
-
-@dataclass(frozen=True, slots=True)
 class Layout:
-    extents: tuple[Extent, ...]
+    """The byte map of one OneModel file: its extents, its zero-length tensors, the tensors' spans."""
+
+    extents: tuple[Span, ...]
     """Non-empty extents, sorted, covering ``[0, size)`` without overlap."""
     size: int
-    empties: tuple[Extent, ...] = ()
+    empties: tuple[Span, ...] = ()
     """Zero-length tensors (start == end), sorted by offset."""
     _starts: tuple[int, ...] = field(default=(), repr=False)
     _empty_starts: tuple[int, ...] = field(default=(), repr=False)
@@ -98,13 +77,13 @@ class Layout:
         sp = self.tensors
         return [sp.tensors[i] for i in sp.holding(offset, limit)]
 
-    def owner_at(self, offset: int) -> list[Extent]:
+    def owner_at(self, offset: int) -> list[Span]:
         """Extents at ``offset``: the one containing it, plus zero-length tensors there.
 
         O(log n + k) for the k zero-length tensors returned: a whole-file pass must not call it per
         empty tensor (10^5 of them at one offset made :func:`file_findings` quadratic).
         """
-        out: list[Extent] = []
+        out: list[Span] = []
         i = bisect.bisect_right(self._starts, offset) - 1
         if 0 <= i < len(self.extents) and self.extents[i].start <= offset < self.extents[i].end:
             out.append(self.extents[i])
@@ -114,7 +93,7 @@ class Layout:
             j += 1
         return out
 
-    def of_kind(self, *kinds: str) -> list[Extent]:
+    def of_kind(self, *kinds: str) -> list[Span]:
         return [e for e in self.extents if e.kind in kinds]
 
 
@@ -195,27 +174,27 @@ def layout(doc: Document, *, scan: bool = True, cancel: threading.Event | None =
 
 def _layout(doc: Document, sc: _Scanner) -> Layout:
     size = doc.size
-    ext: list[Extent] = []
-    empties: list[Extent] = []
+    ext: list[Span] = []
+    empties: list[Span] = []
     pos = 0
     if size > 0:
-        ext.append(Extent(0, min(HEADER_SIZE, size), "header"))
+        ext.append(Span(0, min(HEADER_SIZE, size), "header"))
         pos = ext[-1].end
     if doc.manifest_span is not None and pos < size:
         mo, ml = doc.manifest_span
         if mo == pos and ml > 0:
-            ext.append(Extent(mo, mo + ml, "manifest"))
+            ext.append(Span(mo, mo + ml, "manifest"))
             pos = mo + ml
     data = doc.data_span
     index = None
     if data is not None and pos <= data[0] <= size:
         do, dl = data
         if do > pos:
-            ext.append(Extent(pos, do, "padding", nonzero=sc.nonzero(pos, do, None)))
+            ext.append(Span(pos, do, "padding", nonzero=sc.nonzero(pos, do, None)))
         index = _data_extents(doc, do, do + dl, ext, empties, sc)
         pos = do + dl
     if pos < size:
-        ext.append(Extent(pos, size, "gap", nonzero=sc.nonzero(pos, size, GAP_SCAN_LIMIT)))
+        ext.append(Span(pos, size, "gap", nonzero=sc.nonzero(pos, size, GAP_SCAN_LIMIT)))
     empties.sort(key=lambda e: e.start)
     return Layout(
         tuple(ext), size, tuple(empties),
@@ -243,10 +222,10 @@ def _data_spans(doc: Document, do: int, de: int) -> TensorSpans:
 def _data_extents(doc, do: int, de: int, ext: list, empties: list, sc: _Scanner) -> TensorSpans:
     index = _data_spans(doc, do, de)
     for t in index.empties:
-        empties.append(Extent(t.file_offset, t.file_offset, "tensor", (t.name,), (t.where,), owners=1))
+        empties.append(Span(t.file_offset, t.file_offset, "tensor", (t.name,), (t.where,), owners=1))
     if not index.starts:
         if de > do:
-            ext.append(Extent(do, de, "tail", nonzero=sc.nonzero(do, de, GAP_SCAN_LIMIT)))
+            ext.append(Span(do, de, "tail", nonzero=sc.nonzero(do, de, GAP_SCAN_LIMIT)))
         return index
     if index.disjoint():  # no two spans tie: start order is the order
         _disjoint_extents(zip(index.starts, index.ends, index.tensors), do, de, ext, sc)
@@ -275,16 +254,16 @@ def _data_extents(doc, do: int, de: int, ext: list, empties: list, sc: _Scanner)
         if cnt:
             if keys is not last_keys:  # the same owners' names are not rebuilt per segment
                 names, wheres, last_keys = tuple(map(name_of, keys)), tuple(map(where_of, keys)), keys
-            ext.append(Extent(s, e, "tensor" if cnt == 1 else "overlap", names, wheres, owners=cnt))
+            ext.append(Span(s, e, "tensor" if cnt == 1 else "overlap", names, wheres, owners=cnt))
             prev_owner = (names[-1:], wheres[-1:])
             continue
         pad_end = min(e, -(-s // ALIGN) * ALIGN) if prev_owner is not None else s
         if pad_end > s:
-            ext.append(Extent(s, pad_end, "padding", prev_owner[0], prev_owner[1], nonzero=sc.nonzero(s, pad_end, None)))
+            ext.append(Span(s, pad_end, "padding", prev_owner[0], prev_owner[1], nonzero=sc.nonzero(s, pad_end, None)))
         if e > pad_end:
-            ext.append(Extent(pad_end, e, "gap", nonzero=sc.nonzero(pad_end, e, GAP_SCAN_LIMIT)))
+            ext.append(Span(pad_end, e, "gap", nonzero=sc.nonzero(pad_end, e, GAP_SCAN_LIMIT)))
     if de > last_end:
-        ext.append(Extent(last_end, de, "tail", nonzero=sc.nonzero(last_end, de, GAP_SCAN_LIMIT)))
+        ext.append(Span(last_end, de, "tail", nonzero=sc.nonzero(last_end, de, GAP_SCAN_LIMIT)))
     return index
 
 
@@ -339,14 +318,14 @@ def _disjoint_extents(spans, do: int, de: int, ext: list, sc: _Scanner) -> None:
         if s > pos:
             pad_end = min(s, -(-pos // ALIGN) * ALIGN) if prev is not None else pos
             if pad_end > pos:
-                ext.append(Extent(pos, pad_end, "padding", (prev.name,), (prev.where,), nonzero=sc.nonzero(pos, pad_end, None)))
+                ext.append(Span(pos, pad_end, "padding", (prev.name,), (prev.where,), nonzero=sc.nonzero(pos, pad_end, None)))
             if s > pad_end:
-                ext.append(Extent(pad_end, s, "gap", nonzero=sc.nonzero(pad_end, s, GAP_SCAN_LIMIT)))
-        ext.append(Extent(s, e, "tensor", (t.name,), (t.where,), owners=1))
+                ext.append(Span(pad_end, s, "gap", nonzero=sc.nonzero(pad_end, s, GAP_SCAN_LIMIT)))
+        ext.append(Span(s, e, "tensor", (t.name,), (t.where,), owners=1))
         pos = e
         prev = t
     if de > pos:
-        ext.append(Extent(pos, de, "tail", nonzero=sc.nonzero(pos, de, GAP_SCAN_LIMIT)))
+        ext.append(Span(pos, de, "tail", nonzero=sc.nonzero(pos, de, GAP_SCAN_LIMIT)))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -3,11 +3,12 @@
 Works on an opened ``.ort`` :class:`~..format.document.Document` (its ``extra`` is the reader's
 :class:`~..format.ort.facts.OrtFacts`): :func:`ort_layout` returns
 
-* one :class:`PayloadRow` per ``raw_data`` payload the reader walked (initializers, attribute tensors,
-  sparse values and indices), in offset order, with the offset's alignment: mod 64, mod 4096, the
-  largest power of two dividing it, and whether it is aligned to the tensor's element size (what a
-  reader needs to use the bytes in place on strict-alignment hardware);
-* one :class:`UnownedRow` per run of bytes that no root, vtable, table, vector, string or payload
+* one ``payload`` :class:`~.spans.Span` per ``raw_data`` payload the reader walked (initializers,
+  attribute tensors, sparse values and indices), in offset order, and its tensor's data type:
+  :func:`alignment` (the largest power of two dividing the offset) and :func:`in_place` (aligned
+  to the element size: what a reader needs to use the bytes in place on strict-alignment
+  hardware) describe its offset;
+* one ``unowned`` span per run of bytes that no root, vtable, table, vector, string or payload
   covers. Runs shorter than :data:`~..format.ort.reader.PADDING` bytes are the builder's alignment
   padding: only counted (``padding_runs``, ``padding_bytes``) unless a byte in them is not zero.
 
@@ -23,63 +24,39 @@ from dataclasses import dataclass, field
 from ..format.dtypes import DTYPES
 from ..format.ort.reader import PADDING
 from ..format.schema import all_tensors
+from .spans import Span
 
 SCAN_LIMIT = 1 << 20
 """Bytes of one unowned run read to look for a non-zero byte (beyond: not scanned)."""
 
 
-@dataclass(frozen=True, slots=True)
-class PayloadRow:
-    """One tensor's ``raw_data`` payload."""
-
-    start: int
-    length: int
-    where: str
-    """Schema path of the tensor (``InferenceSession.model.graph.initializers[3]``)."""
-    name: str
-    dtype: int | None
-    """The tensor's data type code (None: the tensor was not imported)."""
-
-    @property
-    def mod64(self) -> int:
-        return self.start % 64
-
-    @property
-    def mod4096(self) -> int:
-        return self.start % 4096
-
-    @property
-    def alignment(self) -> int:
-        """The largest power of two dividing the offset (capped at 2^30; offset 0 counts as 2^30)."""
-        return min(self.start & -self.start, 1 << 30) if self.start else 1 << 30
-
-    @property
-    def element_size(self) -> int:
-        info = DTYPES.get(self.dtype) if self.dtype is not None else None
-        return min(8, max(1, (info.bits if info else 8) // 8))
-
-    @property
-    def in_place(self) -> bool:
-        """Aligned to its element size (at most 8): usable in place by a strict-alignment reader."""
-        return self.start % self.element_size == 0
+def alignment(offset: int) -> int:
+    """The largest power of two dividing ``offset`` (capped at 2^30; offset 0 counts as 2^30)."""
+    return min(offset & -offset, 1 << 30) if offset else 1 << 30
 
 
-@dataclass(frozen=True, slots=True)
-class UnownedRow:
-    """A run of bytes no flatbuffer object owns."""
+def element_size(dtype: int | None) -> int:
+    """Bytes per element of a data type code, 1 to 8 (8 for an unknown or missing code)."""
+    info = DTYPES.get(dtype) if dtype is not None else None
+    return min(8, max(1, (info.bits if info else 8) // 8))
 
-    start: int
-    length: int
-    nonzero: int | None
-    """Offset of the first non-zero byte (None: all zero, or not scanned when ``scanned`` is False)."""
-    scanned: bool = True
+
+def in_place(offset: int, dtype: int | None) -> bool:
+    """Aligned to its element size (at most 8): usable in place by a strict-alignment reader."""
+    return offset % element_size(dtype) == 0
 
 
 @dataclass(slots=True)
 class OrtLayout:
-    payloads: list[PayloadRow] = field(default_factory=list)
-    unowned: list[UnownedRow] = field(default_factory=list)
-    """Runs of :data:`PADDING` bytes or more, and shorter ones holding a non-zero byte."""
+    payloads: list[Span] = field(default_factory=list)
+    """``payload`` spans in offset order: ``names`` the tensor's name ('' when not imported), ``wheres`` its
+    schema path (``InferenceSession.model.graph.initializers[3]``)."""
+    dtypes: dict[str, int] = field(default_factory=dict)
+    """Schema path -> data type code of each imported payload's tensor."""
+    unowned: list[Span] = field(default_factory=list)
+    """``unowned`` spans: runs of :data:`PADDING` bytes or more, and shorter ones holding a non-zero byte."""
+    first_nonzero: dict[int, int] = field(default_factory=dict)
+    """Start of an unowned span -> offset of its first non-zero byte (spans with ``nonzero`` True)."""
     padding_runs: int = 0
     """Shorter all-zero runs (alignment padding), counted, not listed."""
     padding_bytes: int = 0
@@ -102,8 +79,9 @@ def ort_layout(doc, cancel: threading.Event | None = None) -> OrtLayout:
         if kind == "payload":
             where = owner[: -len(".raw_data")] if owner.endswith(".raw_data") else owner
             t = tensors.get(where)
-            out.payloads.append(PayloadRow(start, length, where, t.name if t is not None else "",
-                                           t.dtype if t is not None else None))
+            out.payloads.append(Span(start, start + length, "payload", (t.name if t is not None else "",), (where,), owners=1))
+            if t is not None:
+                out.dtypes[where] = t.dtype
     buf = doc.storage.buffer() if doc.storage is not None else None
     for start, length in facts.unowned:
         if cancel is not None and cancel.is_set():
@@ -114,5 +92,7 @@ def ort_layout(doc, cancel: threading.Event | None = None) -> OrtLayout:
             out.padding_runs += 1
             out.padding_bytes += length
             continue
-        out.unowned.append(UnownedRow(start, length, nz, scanned))
+        out.unowned.append(Span(start, start + length, "unowned", nonzero=None if not scanned else nz is not None))
+        if nz is not None:
+            out.first_nonzero[start] = nz
     return out

@@ -50,9 +50,9 @@ class ByteInspector(Static):
             return
         head = Text(f"0x{offset:x} ", style="bold")
         plain: list[str] = []
-        regions = bytemap.tensors_at(offset) if bytemap is not None else []
-        if regions and regions[0].tensor is not None:
-            t = regions[0].tensor
+        tensors = bytemap.tensors_at(offset) if bytemap is not None else []
+        if tensors:
+            t = tensors[0]
             head.append_text(safe_text(t.name or "(unnamed)", style="bold", limit=40))
             head.append(f" {t.type_str()}", style="cyan")
             try:

@@ -4,7 +4,8 @@ Pure (no Textual). The tensors' part is :class:`~onemodel_viewer.analysis.tensor
 the same byte ranges :func:`~onemodel_viewer.analysis.layout.layout` sweeps into extents: which
 tensors hold a byte and which share bytes are answered there, once for the viewer and ``--check``.
 This module adds the regions around them (header fields, manifest, padding, data region, bytes past
-it; an ``.ort`` file's flatbuffer objects; an ONNX or external data file as a whole) and the hex
+it; an ``.ort`` file's flatbuffer objects; an ONNX or external data file as a whole), each a
+:class:`~onemodel_viewer.analysis.spans.Span` (the record of every byte map), and the hex
 view's colours: :meth:`ByteMap.runs` gives the styled pieces of a line, :meth:`ByteMap.owner_at` the
 name under its cursor, :meth:`ByteMap.sharing` the detail pane's "shares bytes with" (through
 :class:`FileMaps`, which also holds the maps of an ONNX model's external data files). Built once per
@@ -15,31 +16,16 @@ from __future__ import annotations
 
 import bisect
 import os
-from dataclasses import dataclass
 from functools import cached_property
 
+from ..analysis.spans import Span
 from ..analysis.tensor_spans import TensorSpans, in_file
 from ..format.document import HEADER_FIELDS, Document
 from ..format.errors import FormatError
 from ..format.schema import Tensor, all_tensors
 from ..format.storage import Storage
 
-__all__ = ["ByteMap", "FileMaps", "Region", "in_file"]
-
-
-@dataclass(frozen=True, slots=True)
-class Region:
-    """A byte range ``[start, end)`` and what it is."""
-
-    start: int
-    end: int
-    kind: str
-    """``header``, ``manifest``, ``padding``, ``data``, ``tensor``, ``tail``."""
-    name: str = ""
-    """Header field name, or tensor name."""
-    tensor: Tensor | None = None
-    index: int = 0
-    """Running number of the tensor (alternating colours)."""
+__all__ = ["ByteMap", "FileMaps", "in_file"]
 
 
 class ByteMap:
@@ -47,37 +33,37 @@ class ByteMap:
 
     def __init__(self, doc: Document) -> None:
         self.size = doc.size
-        base: list[Region] = []
+        base: list[Span] = []
         if doc.source == "onemodel" and doc.header is not None:
             for name, off, size in HEADER_FIELDS:
                 if off < self.size:
-                    base.append(Region(off, min(off + size, self.size), "header", name))
+                    base.append(Span(off, min(off + size, self.size), "header", (name,)))
             ms = doc.manifest_span
             if ms is not None:
                 m0, mlen = ms
                 m1 = min(m0 + mlen, self.size)
                 if m0 < m1:
-                    base.append(Region(m0, m1, "manifest", "manifest"))
+                    base.append(Span(m0, m1, "manifest", ("manifest",)))
                 ds = doc.data_span
                 d0 = ds[0] if ds is not None else min(self.size, m1 + (-m1 % 64))
                 if m1 < d0:
-                    base.append(Region(m1, min(d0, self.size), "padding", "padding"))
+                    base.append(Span(m1, min(d0, self.size), "padding", ("padding",)))
             ds = doc.data_span
             if ds is not None:
                 d0, dlen = ds
                 d1 = min(d0 + dlen, self.size)
                 if d0 < d1:
-                    base.append(Region(d0, d1, "data", "data region"))
+                    base.append(Span(d0, d1, "data", ("data region",)))
                 if d1 < self.size:
-                    base.append(Region(d1, self.size, "tail", "past data region"))
+                    base.append(Span(d1, self.size, "tail", ("past data region",)))
         elif doc.source == "ort":  # the flatbuffer's objects, named by owner
             from .ort_regions import ort_regions
 
-            base.extend(ort_regions(doc, Region))
+            base.extend(ort_regions(doc))
         elif self.size and doc.source == "onnx":
-            base.append(Region(0, self.size, "onnx", "onnx protobuf"))
+            base.append(Span(0, self.size, "onnx", ("onnx protobuf",)))
         elif self.size:  # no header read (bad magic, too short): bytes of no known kind
-            base.append(Region(0, self.size, "none", "unrecognised bytes"))
+            base.append(Span(0, self.size, "none", ("unrecognised bytes",)))
         if doc.model is None:
             spans = TensorSpans(())
         elif doc.storage is not None:  # in the document's file: viewing its storage
@@ -92,7 +78,7 @@ class ByteMap:
         self = cls.__new__(cls)
         self.size = size
         self.path = path
-        base = [Region(0, size, "external", os.path.basename(path))] if size else []
+        base = [Span(0, size, "external", (os.path.basename(path),))] if size else []
         target = os.path.abspath(path)
 
         def here(t: Tensor) -> bool:
@@ -105,32 +91,33 @@ class ByteMap:
     path: str | None = None
     """The file the map describes when it is not the document's own (external data)."""
 
-    def _index(self, base: list[Region], spans: TensorSpans) -> None:
+    def _index(self, base: list[Span], spans: TensorSpans) -> None:
         base.sort(key=lambda r: r.start)
         self.base = base
         self._base_starts = [r.start for r in base]
         self.spans = spans
         """The tensors' byte ranges (the one sharing computation)."""
 
-    def _region(self, i: int) -> Region:
+    def _span(self, i: int) -> Span:
         sp = self.spans
         t = sp.tensors[i]
-        return Region(sp.starts[i], sp.ends[i], "tensor", t.name, t, sp.order[i])
+        return Span(sp.starts[i], sp.ends[i], "tensor", (t.name,), (t.where,), owners=1)
 
     @cached_property
-    def tensors(self) -> list[Region]:
-        """A region per tensor, in start order (made on first use: the queries read :attr:`spans`)."""
-        return [self._region(i) for i in range(len(self.spans))]
+    def tensors(self) -> list[Span]:
+        """A span per tensor, in start order (made on first use: the queries read :attr:`spans`)."""
+        return [self._span(i) for i in range(len(self.spans))]
 
-    def base_at(self, offset: int) -> Region | None:
+    def base_at(self, offset: int) -> Span | None:
         i = bisect.bisect_right(self._base_starts, offset) - 1
         if i >= 0 and self.base[i].start <= offset < self.base[i].end:
             return self.base[i]
         return None
 
-    def tensors_at(self, offset: int, limit: int = 8) -> list[Region]:
+    def tensors_at(self, offset: int, limit: int = 8) -> list[Tensor]:
         """Tensors whose bytes contain ``offset`` (several when tensors share bytes), the last to start first."""
-        return [self._region(i) for i in self.spans.holding(offset, limit)]
+        tensors = self.spans.tensors
+        return [tensors[i] for i in self.spans.holding(offset, limit)]
 
     def owner_at(self, offset: int) -> str:
         """A short description of the byte at ``offset`` (plain string; names not yet made safe)."""

@@ -272,9 +272,9 @@ class HexView(ScrollView, can_focus=True):
         bm = self._bytemap
         if bm is None:
             return None
-        regions = bm.tensors_at(offset, limit=1)
-        if regions and regions[0].tensor is not None and regions[0].tensor.where:
-            return regions[0].tensor.where
+        tensors = bm.tensors_at(offset, limit=1)
+        if tensors and tensors[0].where:
+            return tensors[0].where
         base = bm.base_at(offset)
         if base is not None and base.kind == "header" and self.external_path is None:
             return f"header.{base.name}"

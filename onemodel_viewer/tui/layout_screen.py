@@ -39,7 +39,9 @@ MAX_ROWS = 20000
 
 
 @dataclass(frozen=True, slots=True)
-class Extent:
+class Row:
+    """One row of the screen's table: a :class:`~onemodel_viewer.analysis.spans.Span` as listed, with its note."""
+
     start: int
     end: int
     kind: str
@@ -69,12 +71,12 @@ def _nonzero(storage: Storage | None, start: int, end: int) -> int | None:
     return None
 
 
-def from_analysis(doc, cancel=None) -> list[Extent]:
+def from_analysis(doc, cancel=None) -> list[Row]:
     """Rows from :func:`analysis.layout.layout` (OneModel documents)."""
     from ..analysis.layout import layout
 
     lay = layout(doc, cancel=cancel)
-    out: list[Extent] = []
+    out: list[Row] = []
     for e in lay.extents:
         name = ", ".join(n or "(unnamed)" for n in e.names)
         note = ""
@@ -87,16 +89,16 @@ def from_analysis(doc, cancel=None) -> list[Extent]:
                 name = ""
         if e.kind == "tensor" and e.start % 64:
             note = "NOT 64-aligned"
-        out.append(Extent(e.start, e.end, e.kind, name, note))
+        out.append(Row(e.start, e.end, e.kind, name, note))
     for e in lay.empties:
-        out.append(Extent(e.start, e.end, "tensor", ", ".join(e.names), "zero-length"))
+        out.append(Row(e.start, e.end, "tensor", ", ".join(e.names), "zero-length"))
     out.sort(key=lambda e: (e.start, e.end))
     return out
 
 
-def compute_extents(bm: ByteMap, storage: Storage | None) -> list[Extent]:
+def compute_extents(bm: ByteMap, storage: Storage | None) -> list[Row]:
     """Every extent of the file in offset order (pure; reads only padding and gap bytes)."""
-    out: list[Extent] = []
+    out: list[Row] = []
     data = None
     for r in bm.base:
         if r.kind == "data":
@@ -106,7 +108,7 @@ def compute_extents(bm: ByteMap, storage: Storage | None) -> list[Extent]:
         if r.kind == "padding":
             nz = _nonzero(storage, r.start, r.end)
             note = f"NON-ZERO byte at 0x{nz:x}" if nz is not None else "zero"
-        out.append(Extent(r.start, r.end, r.kind, r.name, note))
+        out.append(Row(r.start, r.end, r.kind, r.name, note))
     if data is not None:
         covered = data.start
         for t in bm.tensors:
@@ -115,20 +117,20 @@ def compute_extents(bm: ByteMap, storage: Storage | None) -> list[Extent]:
                 note = "alignment padding" if t.start - covered < 64 and t.start % 64 == 0 else "unowned"
                 if nz is not None:
                     note += f", NON-ZERO byte at 0x{nz:x}"
-                out.append(Extent(covered, t.start, "gap", "", note))
+                out.append(Row(covered, t.start, "gap", "", note))
             if t.start < covered:
-                out.append(Extent(t.start, min(covered, t.end), "overlap", t.name, "shares bytes with an earlier tensor"))
+                out.append(Row(t.start, min(covered, t.end), "overlap", t.name, "shares bytes with an earlier tensor"))
             note = "" if t.start % 64 == 0 else "NOT 64-aligned"
-            out.append(Extent(t.start, t.end, "tensor", t.name, note))
+            out.append(Row(t.start, t.end, "tensor", t.name, note))
             covered = max(covered, t.end)
         if covered < data.end:
             nz = _nonzero(storage, covered, data.end)
-            out.append(Extent(covered, data.end, "gap", "", "after the last tensor" + (f", NON-ZERO byte at 0x{nz:x}" if nz is not None else "")))
+            out.append(Row(covered, data.end, "gap", "", "after the last tensor" + (f", NON-ZERO byte at 0x{nz:x}" if nz is not None else "")))
     out.sort(key=lambda e: (e.start, e.kind != "tensor"))
     return out
 
 
-def from_external(doc, cancel=None) -> list[Extent]:
+def from_external(doc, cancel=None) -> list[Row]:
     """Rows for each weights file of an ONNX document (see the module docstring)."""
     from ..analysis.external_layout import external_layout
     from ..format.schema import all_tensors
@@ -141,11 +143,11 @@ def from_external(doc, cancel=None) -> list[Extent]:
         p = getattr(t.storage, "path", None)
         if p is not None and p not in holder:
             holder[p] = t
-    out: list[Extent] = []
+    out: list[Row] = []
     for fl in layouts:
         t = holder.get(fl.real)
         align = "no non-zero offset" if fl.alignment is None else f"aligned to {fl.alignment:,}"
-        out.append(Extent(0, fl.size, "file", fl.path, f"{fl.tensors:,} tensors, {fl.owned:,} owned, "
+        out.append(Row(0, fl.size, "file", fl.path, f"{fl.tensors:,} tensors, {fl.owned:,} owned, "
                           f"{fl.unowned:,} unowned bytes, {align}", fl.path, t))
         for sp in fl.spans:
             name = ", ".join(n or "(unnamed)" for n in sp.names)
@@ -158,30 +160,32 @@ def from_external(doc, cancel=None) -> list[Extent]:
                 note = f"shared by 2 tensors, {note}"
             elif sp.kind == "tensor" and sp.start % 64:
                 note = f"NOT 64-aligned (aligned to {sp.start & -sp.start}), {note}"
-            out.append(Extent(sp.start, sp.end, sp.kind, name, note, fl.path, t))
+            out.append(Row(sp.start, sp.end, sp.kind, name, note, fl.path, t))
         for name, _where, off in fl.empties:
-            out.append(Extent(off, off, "tensor", name, f"zero-length, in {fl.path}", fl.path, t))
+            out.append(Row(off, off, "tensor", name, f"zero-length, in {fl.path}", fl.path, t))
     return out
 
 
-def from_ort(doc, cancel=None) -> list[Extent]:
+def from_ort(doc, cancel=None) -> list[Row]:
     """Rows of an ``.ort`` file (:func:`onemodel_viewer.analysis.ort_layout.ort_layout`): the root offset and
     identifier, every tensor payload with its alignment, every run of bytes no flatbuffer object owns."""
-    from ..analysis.ort_layout import ort_layout
+    from ..analysis.ort_layout import alignment, element_size, in_place, ort_layout
 
     lay = ort_layout(doc, cancel=cancel)
-    out = [Extent(0, min(8, doc.size), "header", "root offset + file identifier")] if doc.size else []
+    out = [Row(0, min(8, doc.size), "header", "root offset + file identifier")] if doc.size else []
     for p in lay.payloads:
-        note = f"mod 64 = {p.mod64}, mod 4096 = {p.mod4096:,}, aligned to {p.alignment:,}"
-        if not p.in_place:
-            note += f", NOT aligned to its {p.element_size}-byte elements"
-        out.append(Extent(p.start, p.start + p.length, "payload", p.name or p.where, note))
+        dtype = lay.dtypes.get(p.wheres[0])
+        note = f"mod 64 = {p.start % 64}, mod 4096 = {p.start % 4096:,}, aligned to {alignment(p.start):,}"
+        if not in_place(p.start, dtype):
+            note += f", NOT aligned to its {element_size(dtype)}-byte elements"
+        out.append(Row(p.start, p.end, "payload", p.name or p.wheres[0], note))
     for u in lay.unowned:
-        note = "not scanned" if not u.scanned else "zero" if u.nonzero is None else f"NON-ZERO byte at 0x{u.nonzero:x}"
-        out.append(Extent(u.start, u.start + u.length, "unowned", "", note))
+        note = ("not scanned" if u.nonzero is None else "zero" if not u.nonzero
+                else f"NON-ZERO byte at 0x{lay.first_nonzero[u.start]:x}")
+        out.append(Row(u.start, u.end, "unowned", "", note))
     out.sort(key=lambda e: (e.start, e.end))
     if lay.padding_runs:  # last: a count, not a place
-        out.append(Extent(0, 0, "padding", f"{lay.padding_runs:,} runs", f"{lay.padding_bytes:,} bytes of zero alignment "
+        out.append(Row(0, 0, "padding", f"{lay.padding_runs:,} runs", f"{lay.padding_bytes:,} bytes of zero alignment "
                           "padding (runs under 8 bytes), not listed"))
     return out
 
@@ -207,7 +211,7 @@ class LayoutScreen(ModalScreen[Any]):
         self.bytemap = bytemap
         self.storage = storage
         self.document = document
-        self.extents: list[Extent] | None = None
+        self.extents: list[Row] | None = None
         self._cancel = threading.Event()
 
     def compose(self) -> ComposeResult:
@@ -243,7 +247,7 @@ class LayoutScreen(ModalScreen[Any]):
         except Exception:
             pass
 
-    def _show(self, ext: list[Extent], err: str | None) -> None:
+    def _show(self, ext: list[Row], err: str | None) -> None:
         self.extents = ext
         table = self.query_one(DataTable)
         counts: dict[str, int] = {}

@@ -1,7 +1,7 @@
 """The hex pane's regions of an ``.ort`` file: every flatbuffer object the reader walked, coloured by kind.
 
 The reader's byte map (``Document.extra.spans``: root, vtables, tables, vectors, strings, payloads)
-becomes :class:`~.bytemap.Region` entries named after their owner (``table
+becomes :class:`~onemodel_viewer.analysis.spans.Span` entries named after their owner (``table
 InferenceSession.model.graph.nodes[3]``), in the hex pane's existing colour classes: root offset
 and identifier as a header, tables as the manifest, vtables as padding, vectors in the tail colour,
 strings in the annotation colour. Payloads are left to the tensor regions (alternating tensor colours).
@@ -9,12 +9,14 @@ strings in the annotation colour. Payloads are left to the tensor regions (alter
 
 from __future__ import annotations
 
+from ..analysis.spans import Span
+
 STYLE = {"root": "header", "table": "manifest", "vtable": "padding", "vector": "tail", "string": "annotation"}
 """ORT object kind -> hex style class (``hex--<class>``)."""
 
 
-def ort_regions(doc, region_type) -> list:
-    """Regions (``region_type(start, end, kind, name)``) of the non-payload objects of an ``.ort`` document."""
+def ort_regions(doc) -> list[Span]:
+    """Spans (kind: the hex style class, one name) of the non-payload objects of an ``.ort`` document."""
     facts = doc.extra
     out = []
     last = 0
@@ -24,6 +26,6 @@ def ort_regions(doc, region_type) -> list:
             continue
         end = min(start + length, doc.size)
         if start < end:
-            out.append(region_type(start, end, style, owner if kind == "root" else f"{kind} {owner}"))
+            out.append(Span(start, end, style, (owner if kind == "root" else f"{kind} {owner}",)))
             last = end
     return out
