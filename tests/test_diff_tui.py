@@ -16,6 +16,7 @@ from onemodel_viewer.tui.diff_tree import DiffTree
 from onemodel_viewer.tui.hex_view import HexView
 
 from test_diff_analysis import base_model, replace_init, replace_node  # noqa: E402 - sibling test module
+from conftest import wait_for_workers  # noqa: E402 - the shared Pilot helpers
 
 
 def _docs():
@@ -45,7 +46,7 @@ async def _diff_viewer_shows_differences_and_jumps_hex():
     a, b = _docs()
     app = make_diff_app(a, b)
     async with app.run_test(size=(120, 40)) as pilot:
-        await app.workers.wait_for_complete()
+        await wait_for_workers(app)
         await pilot.pause()
         assert app.result is not None and not app.result.equal
         assert len(app.result.differences) == 2
@@ -79,7 +80,7 @@ async def _filter_shows_only_differences():
     a, b = _docs()
     app = make_diff_app(a, b)
     async with app.run_test(size=(120, 40)) as pilot:
-        await app.workers.wait_for_complete()
+        await wait_for_workers(app)
         await pilot.pause()
         tree = app.query_one(DiffTree)
         assert any(label.startswith("=") for label in _tree_labels(tree))
@@ -99,7 +100,7 @@ async def _equal_models():
     app = make_diff_app(Document("a.onemodel", "onemodel", 1, model=base_model()),
                         Document("b.onemodel", "onemodel", 1, model=base_model()))
     async with app.run_test(size=(100, 30)) as pilot:
-        await app.workers.wait_for_complete()
+        await wait_for_workers(app)
         await pilot.pause()
         assert app.result.equal
         assert "equal" in str(app.query_one("#status").render())
@@ -109,7 +110,7 @@ async def _unreadable_file_is_reported_not_raised(tmp_path):
     missing = tmp_path / "nope.onemodel"
     app = make_diff_app(str(missing), str(missing))
     async with app.run_test(size=(100, 30)) as pilot:
-        await app.workers.wait_for_complete()
+        await wait_for_workers(app)
         await pilot.pause()
         assert app.error is not None and "nope.onemodel" in app.error
         assert app.result is None
@@ -129,7 +130,7 @@ def test_diff_viewer_snapshot(snap_compare, size):
         app = pilot.app
         previous = None
         for _ in range(400):
-            await app.workers.wait_for_complete()
+            await wait_for_workers(app)
             await pilot.pause()
             if app.result is not None and not app.comparing:
                 await pilot.pause(0.05)
@@ -151,7 +152,7 @@ async def test_status_bar_is_as_tall_as_its_text():
     app = make_diff_app(a, b)
     async with app.run_test(size=(80, 24)) as pilot:
         for _ in range(200):
-            await app.workers.wait_for_complete()
+            await wait_for_workers(app)
             await pilot.pause()
             if app.result is not None and not app.comparing:
                 break
@@ -191,7 +192,7 @@ async def _real_files_hex_follows_selection():
     valid = os.path.join(os.path.dirname(__file__), os.pardir, "testdata", "valid")
     app = make_diff_app(os.path.join(valid, "external.onemodel"), os.path.join(valid, "external.onnx"))
     async with app.run_test(size=(120, 40)) as pilot:
-        await app.workers.wait_for_complete()
+        await wait_for_workers(app)
         await pilot.pause()
         assert app.result is not None and app.result.equal
         dn = next(n for n in app.result.root.walk() if isinstance(n.a, Tensor) and n.a.length > 0)
@@ -246,7 +247,7 @@ def test_first_selection_does_not_depend_on_how_far_the_comparison_got():
         try:
             async with app.run_test(size=(120, 40)) as pilot:
                 for _ in range(3):
-                    await app.workers.wait_for_complete()
+                    await wait_for_workers(app)
                     await pilot.pause()
                 tree = app.query_one(DiffTree)
                 graph = next(n for n in tree.root.children if "graph" in str(n.label))

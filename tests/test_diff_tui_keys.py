@@ -23,6 +23,7 @@ from onemodel_viewer.tui.stats_panel import StatsPanel
 
 from test_diff_analysis import base_model, replace_graph, replace_init, tensor  # noqa: E402 - sibling test module
 from test_diff_tui import _docs  # noqa: E402
+from conftest import wait_for_workers  # noqa: E402 - the shared Pilot helpers
 
 VALID = os.path.join(os.path.dirname(__file__), os.pardir, "testdata", "valid")
 
@@ -48,7 +49,7 @@ def _added_docs():
 
 
 async def _settle(app, pilot):
-    await app.workers.wait_for_complete()
+    await wait_for_workers(app)
     await pilot.pause()
 
 

@@ -23,6 +23,7 @@ from onemodel_viewer.tui.diff_tree import DiffTree
 from onemodel_viewer.tui.most_changed import MostChanged, bar
 
 from test_diff_metrics import tensor  # noqa: E402 - sibling test module
+from conftest import wait_for_workers  # noqa: E402 - the shared Pilot helpers
 
 
 def _models() -> tuple[Document, Document]:
@@ -101,7 +102,7 @@ async def _structure_first_then_markers_fill_in(monkeypatch):
         assert _label(tree, 'graph.initializers["w1"]').startswith("= ")
         assert _label(tree, 'graph.initializers["w2"]').startswith("… ")
         gate.step()
-        await app.workers.wait_for_complete()
+        await wait_for_workers(app)
         await pilot.pause()
         assert not app.comparing
         assert _label(tree, 'graph.initializers["w2"]').startswith("~ ")
@@ -117,7 +118,7 @@ async def _cancel_leaves_the_rest_pending(monkeypatch):
     async with app.run_test(size=(120, 40)) as pilot:
         await _until(pilot, lambda: app.comparing and gate.started.is_set(), "structure shown")
         await pilot.press("c")
-        await app.workers.wait_for_complete()
+        await wait_for_workers(app)
         await _until(pilot, lambda: app._phase == "cancelled", "cancelled")
         tree = app.query_one(DiffTree)
         assert "cancelled, 2 tensors not compared" in str(app.query_one("#status").render())
@@ -131,7 +132,7 @@ async def _cancel_leaves_the_rest_pending(monkeypatch):
 async def _most_changed_view_and_histogram():
     app = make_diff_app(*_models())
     async with app.run_test(size=(120, 40)) as pilot:
-        await app.workers.wait_for_complete()
+        await wait_for_workers(app)
         await pilot.pause()
         await pilot.press("m")
         await pilot.pause()
@@ -145,7 +146,7 @@ async def _most_changed_view_and_histogram():
         assert not isinstance(app.screen, MostChanged)
         tree = app.query_one(DiffTree)
         assert tree.cursor_node.data.where == 'graph.initializers["w2"]'
-        await app.workers.wait_for_complete()  # the histogram worker
+        await wait_for_workers(app)  # the histogram worker
         await pilot.pause()
         lines = app.query_one(DetailPane).plain_lines()
         assert any("rel_l2 0.5" in line and "cosine 1" in line for line in lines), lines

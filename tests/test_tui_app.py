@@ -19,6 +19,7 @@ from onemodel_viewer.tui.layout_screen import LayoutScreen
 from onemodel_viewer.tui.problems_screen import ProblemsScreen
 from onemodel_viewer.tui.stats_panel import StatsPanel
 from onemodel_viewer.tui.structure_tree import StructureTree
+from conftest import wait_for_workers  # noqa: E402 - the shared Pilot helpers
 
 ROOT = Path(__file__).resolve().parent.parent
 VALID = ROOT / "testdata" / "valid"
@@ -768,7 +769,7 @@ async def test_byte_level_findings_reach_the_tree_and_info_bar(viewer):
     path = viewer.need(Path(__file__).resolve().parent.parent / "testdata" / "hostile" / "valid-shared-bytes.onemodel")
     async with viewer(path) as pilot:
         app = pilot.app
-        await app.workers.wait_for_complete()
+        await wait_for_workers(app)
         await viewer.settle(pilot)
         codes = [f.code for f in app.document.findings]
         assert "shared-bytes" in codes

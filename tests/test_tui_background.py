@@ -11,6 +11,7 @@ from pathlib import Path
 
 from onemodel_viewer.process import pause_gc
 from onemodel_viewer.tui.app import OneModelApp, make_app
+from conftest import wait_for_workers  # noqa: E402 - the shared Pilot helpers
 
 ROOT = Path(__file__).resolve().parent.parent
 SHOWCASE = str(ROOT / "testdata" / "valid" / "showcase.onemodel")
@@ -61,7 +62,7 @@ async def test_background_worker_is_not_described_by_its_arguments(monkeypatch):
             assert len(jobs) == 1
             assert "Document(" not in jobs[0].description and len(jobs[0].description) < 100
             go.set()
-            await app.workers.wait_for_complete()
+            await wait_for_workers(app)
     finally:
         go.set()
 
@@ -83,7 +84,7 @@ async def test_insight_runs_in_the_background_job_not_a_thread_of_its_own(monkey
             # the job reached the search step: the insight results are there (it ran them first)
             assert app.insight.used_by is not None and app.insight.model_params is not None
             go.set()
-            await app.workers.wait_for_complete()
+            await wait_for_workers(app)
             await pilot.pause()
             assert app._search_index is not None
     finally:
@@ -106,7 +107,7 @@ async def test_gc_stays_off_while_the_background_job_runs(monkeypatch):
             await pilot.pause()
             assert not gc.isenabled()  # first screen drawn, job running
             go.set()
-            await app.workers.wait_for_complete()
+            await wait_for_workers(app)
             for _ in range(50):
                 if gc.isenabled():
                     break

@@ -15,6 +15,7 @@ from onemodel_viewer.tui.app import make_app
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import insight_models as im  # noqa: E402
+from conftest import wait_for_workers  # noqa: E402 - the shared Pilot helpers
 
 ROOT = Path(__file__).resolve().parent.parent
 SHOWCASE = ROOT / "testdata" / "valid" / "showcase.onemodel"
@@ -28,7 +29,7 @@ def models(tmp_path_factory):
 
 async def settle(pilot) -> None:
     await pilot.pause()
-    await pilot.app.workers.wait_for_complete()
+    await wait_for_workers(pilot.app)
     await pilot.pause()
 
 

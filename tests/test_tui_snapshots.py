@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from onemodel_viewer.tui.app import make_app
+from conftest import wait_for_workers  # noqa: E402 - the shared Pilot helpers
 
 ROOT = Path(__file__).resolve().parent.parent
 SHOWCASE = ROOT / "testdata" / "valid" / "showcase.onemodel"
@@ -25,7 +26,7 @@ def app_for(path: Path):
 
 async def settle(pilot) -> None:
     await pilot.pause()
-    await pilot.app.workers.wait_for_complete()
+    await wait_for_workers(pilot.app)
     await pilot.pause()
 
 
