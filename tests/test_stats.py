@@ -290,6 +290,25 @@ def test_format_value_is_the_shortest_round_trip_for_every_float16():
             assert text == repr(float(f"{v:.{digits}g}")), (v, text)
 
 
+@pytest.mark.parametrize("code", sorted(c for c, d in DTYPES.items() if d.is_float and not d.is_complex))
+def test_format_floats_is_format_value_of_each(code):
+    """format_floats (the first values of a tensor, lookups hoisted and numpy scalars passed along)
+    prints exactly what format_value prints for each element: every bit pattern of types of up to
+    16 bits, awkward float32/float64 values beyond."""
+    from onemodel_viewer.analysis.tensor_stats import format_floats
+
+    info = DTYPES[code]
+    if info.bits <= 16:  # every bit pattern (ml_dtypes' sub-byte types hold one code per byte)
+        x = np.arange(1 << info.bits, dtype=np.uint16 if info.bits == 16 else np.uint8).view(info.numpy)
+    else:
+        rng = np.random.default_rng(code)
+        x = np.concatenate([rng.standard_normal(500) * 10.0 ** rng.integers(-40, 38, 500),
+                            [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-45, 3.4e38, 0.1, 1 / 3]]).astype(info.numpy)
+    with np.errstate(all="ignore"):
+        want = tuple(format_value(v, code) for v in x.astype(np.float64).tolist())
+    assert format_floats(x, code) == want
+
+
 def test_strings():
     strings = (b"hello", b"", b"\xff\xfeok", b"x" * 1000, "é\u202e".encode())
     t = Tensor("s", 8, (5,), strings=strings)

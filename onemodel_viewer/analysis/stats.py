@@ -76,7 +76,7 @@ from .stats_bins import Binner, chunk_histogram
 from .stats_chunks import BLOCK_BYTES, MIN_UNIT_BYTES, PATTERN_UNIT_BYTES, Chunk, Driver, default_threads, scratch, split_chunks
 from .stats_kernel import Figures, chunk_figures, values
 from .stats_patterns import pattern_stats, small_stats
-from .tensor_stats import BINS, FIRST, Cancelled, TensorStats, format_value
+from .tensor_stats import BINS, FIRST, Cancelled, TensorStats, format_floats, format_value
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -230,6 +230,8 @@ def _first_values(raw: "np.ndarray", info: DType, count: int) -> tuple[str, ...]
     if info.code == DataType.BOOL:
         return tuple("false" if b == 0 else "true" for b in raw[:k].tolist())
     vals = decode(raw[: info.byte_length(k)], info, k)
+    if info.is_float and not info.is_complex:
+        return format_floats(vals, info.code)
     items = vals.tolist() if vals.dtype.kind in "iufc" and vals.dtype.isnative else list(vals)
     return tuple(format_value(v, info.code) for v in items)
 

@@ -144,6 +144,18 @@ def _pattern_table(info: DType) -> _PatternTable:
     return _PatternTable(*arrays)
 
 
+@functools.cache
+def _finite_end(info: DType) -> int:
+    """Patterns ``[0, E)`` and ``[0x8000, 0x8000 + E)`` of a 16-bit float type are its finite values, the
+    rest of each half its infinity (first) and NaNs: float16 E = 0x7C00, bfloat16 0x7F80."""
+    import numpy as np
+
+    fin = np.isfinite(_pattern_values(info))
+    end = int(np.argmin(fin[:0x8000]))
+    assert fin[:end].all() and not fin[end:0x8000].any() and (fin[0x8000:] == fin[:0x8000]).all()
+    return end
+
+
 def _occurring(info: DType, counts: "np.ndarray"):
     """(counts, float64 values) of the finite patterns of a 16-bit type that occur, ascending by value;
     and the NaN, +inf, -inf and zero counts."""
@@ -151,30 +163,20 @@ def _occurring(info: DType, counts: "np.ndarray"):
 
     nz = (counts != 0).nonzero()[0]  # 4x faster than flatnonzero (a bool array's nonzero is vectorised)
     split = int(np.searchsorted(nz, 0x8000))  # patterns with the top (sign) bit set from here on
-    if info.code == DataType.UINT16:
-        pass  # the patterns' order
-    elif info.is_float:  # sign and magnitude: negative values descend as the pattern grows
-        nz = np.concatenate((nz[split:][::-1], nz[:split]))
-    else:  # int16, two's complement: negative values ascend from 0x8000
-        nz = np.concatenate((nz[split:], nz[:split]))
-    c = counts[nz]
-    v = _pattern_values(info)[nz]
-    if not info.is_float:
-        zeros = int(counts[0])
-        return c, v, 0, 0, 0, zeros
-    fin = np.isfinite(v)
     nan = posinf = neginf = 0
-    if not fin.all():  # NaN and infinities sort at both ends here
-        for x, k in zip(v[~fin].tolist(), c[~fin].tolist()):
-            if x != x:
-                nan += k
-            elif x > 0:
-                posinf += k
-            else:
-                neginf += k
-        c, v = c[fin], v[fin]
-    zeros = int(counts[0]) + int(counts[0x8000])
-    return c, v, nan, posinf, neginf, zeros
+    if info.code == DataType.UINT16:
+        order = nz  # the patterns' order
+    elif not info.is_float:  # int16, two's complement: negative values ascend from 0x8000
+        order = np.concatenate((nz[split:], nz[:split]))
+    else:  # sign and magnitude: negative values descend as the pattern grows; infinities and NaNs end each half
+        end = _finite_end(info)
+        pos, neg = int(np.searchsorted(nz, end)), int(np.searchsorted(nz, 0x8000 + end))
+        order = np.concatenate((nz[split:neg][::-1], nz[:pos]))
+        if pos < split or neg < nz.size:
+            posinf, neginf = int(counts[end]), int(counts[0x8000 + end])
+            nan = int(counts[end + 1 : 0x8000].sum()) + int(counts[0x8000 + end + 1 :].sum())
+    zeros = int(counts[0]) + (int(counts[0x8000]) if info.is_float else 0)
+    return np.take(counts, order), np.take(_pattern_values(info), order), nan, posinf, neginf, zeros
 
 
 def _from_counts(info: DType, count: int, counts: "np.ndarray", first) -> TensorStats:
@@ -217,14 +219,18 @@ def _from_counts(info: DType, count: int, counts: "np.ndarray", first) -> Tensor
     finite = int(cum[-1])
     cf = c.astype(np.float64)
     mean = float(np.add.reduce(cf * v)) / finite  # not np.dot: no BLAS (and its threads) for this
-    dev = v - mean
-    std = math.sqrt(float(np.add.reduce(cf * dev * dev)) / finite)
+    sq = cf * (v - mean)
+    sq *= v - mean  # cf * dev * dev, one temporary less
+    std = math.sqrt(float(np.add.reduce(sq)) / finite)
     # numpy.histogram's bins: value v goes to bin i when edges[i] <= v < edges[i + 1] (the last bin closed)
     hlo, hhi = (lo - 0.5, hi + 0.5) if lo == hi else (lo, hi)
     edges = np.linspace(hlo, hhi, BINS + 1)
-    cut = np.searchsorted(v, edges[1:-1], side="left")  # first value >= each inner edge
-    at = np.concatenate(([0], cum))[np.concatenate((cut, [v.size]))]
-    histogram = tuple(int(h) for h in np.diff(at, prepend=0))
+    ends = np.empty(BINS, dtype=np.intp)
+    ends[:-1] = np.searchsorted(v, edges[1:-1], side="left")  # first value >= each inner edge
+    ends[-1] = v.size
+    at = np.where(ends > 0, cum[ends - 1], 0)  # values below each upper edge
+    at[1:] -= at[:-1].copy()
+    histogram = tuple(at.tolist())
     mn: float | int = lo
     mx: float | int = hi
     if not info.is_float:
@@ -236,7 +242,8 @@ def _from_counts(info: DType, count: int, counts: "np.ndarray", first) -> Tensor
 
 
 def small_stats(raw: "np.ndarray", info: DType, count: int, first) -> TensorStats:
-    """Few elements: decode them all (cheaper than counting 65,536 patterns); same arithmetic."""
+    """Few elements: decode them all (cheaper than counting 65,536 patterns); the same arithmetic, each
+    value counted once (``cf * v`` is ``v`` when every count is 1)."""
     import numpy as np
 
     if info.code == DataType.BOOL:
@@ -244,28 +251,23 @@ def small_stats(raw: "np.ndarray", info: DType, count: int, first) -> TensorStat
     else:
         with np.errstate(all="ignore"):
             vals = decode(raw, info, count).astype(np.float64)
-    return _from_values(info, count, vals, np.ones(vals.size, dtype=np.int64), first)
-
-
-def _from_values(info: DType, count: int, vals: "np.ndarray", counts: "np.ndarray", first) -> TensorStats:
-    """Statistics of a multiset: ``counts[i]`` occurrences of ``vals[i]`` (float64)."""
-    import numpy as np
-
-    nan = int(counts[np.isnan(vals)].sum())
-    posinf = int(counts[vals == np.inf].sum())
-    neginf = int(counts[vals == -np.inf].sum())
-    zeros = int(counts[vals == 0].sum())
     fin = np.isfinite(vals)
-    finite = int(counts[fin].sum())
+    nan = posinf = neginf = 0
+    v = vals
+    if not fin.all():
+        nan = int(np.count_nonzero(np.isnan(vals)))
+        posinf = int(np.count_nonzero(vals == np.inf))
+        neginf = int(np.count_nonzero(vals == -np.inf))
+        v = vals[fin]
+    zeros = int(np.count_nonzero(v == 0))
+    finite = v.size
     if finite == 0:
         return TensorStats(count, info.code, None, None, None, None, nan, posinf, neginf, zeros, 0, (), None, first)
-    v, c = vals[fin], counts[fin]
     lo, hi = float(v.min()), float(v.max())
-    cf = c.astype(np.float64)
-    mean = float(np.add.reduce(cf * v)) / finite  # not np.dot: no BLAS (and its threads) for this
+    mean = float(np.add.reduce(v)) / finite  # not np.dot: no BLAS (and its threads) for this
     dev = v - mean
-    std = math.sqrt(float(np.add.reduce(cf * dev * dev)) / finite)
-    histogram, edges = weighted_histogram(v, c, lo, hi)
+    std = math.sqrt(float(np.add.reduce(dev * dev)) / finite)
+    histogram, edges = weighted_histogram(v, None, lo, hi)
     mn: float | int = lo
     mx: float | int = hi
     if not info.is_float:
@@ -276,8 +278,9 @@ def _from_values(info: DType, count: int, vals: "np.ndarray", counts: "np.ndarra
     )
 
 
-def weighted_histogram(v: "np.ndarray", c: "np.ndarray", lo: float, hi: float) -> tuple[tuple[int, ...], tuple[float, float]]:
-    """``numpy.histogram(v, 32, (lo, hi), weights=c)`` with integer counts, the same bins, less overhead."""
+def weighted_histogram(v: "np.ndarray", c: "np.ndarray | None", lo: float, hi: float) -> tuple[tuple[int, ...], tuple[float, float]]:
+    """``numpy.histogram(v, 32, (lo, hi), weights=c)`` with integer counts (``c`` None: each value once),
+    the same bins, less overhead."""
     import numpy as np
 
     if lo == hi:
@@ -286,12 +289,16 @@ def weighted_histogram(v: "np.ndarray", c: "np.ndarray", lo: float, hi: float) -
     norm = BINS / (hi - lo)
     with np.errstate(all="ignore"):
         idx = ((v - lo) * norm).astype(np.intp)
-    np.clip(idx, 0, BINS - 1, out=idx)
+    np.minimum(idx, BINS - 1, out=idx)
+    np.maximum(idx, 0, out=idx)
     # numpy's correction for values a rounding away from an edge
     idx[v < edges[idx]] -= 1
     idx[(v >= edges[idx + 1]) & (idx != BINS - 1)] += 1
-    counts = np.bincount(idx, weights=c.astype(np.float64), minlength=BINS)
-    return tuple(int(round(h)) for h in counts), (float(edges[0]), float(edges[-1]))
+    if c is None:
+        counts = np.bincount(idx, minlength=BINS)
+    else:
+        counts = np.rint(np.bincount(idx, weights=c.astype(np.float64), minlength=BINS)).astype(np.int64)
+    return tuple(counts.tolist()), (float(edges[0]), float(edges[-1]))
 
 
 # ---------------------------------------------------------------------------- float32/64, complex, wide ints

@@ -5,9 +5,12 @@ from __future__ import annotations
 import math
 import struct
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..format.dtypes import DTYPES, STRING, DataType
+
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
 
 BINS = 32
 """Histogram bins."""
@@ -68,8 +71,9 @@ class Cancelled(Exception):
 # ---------------------------------------------------------------------------- formatting
 
 
-def _short_float(v: float, cast: Callable[[float], Any] | None) -> str:
-    """Shortest decimal that reads back as the same value of the element type."""
+def _short_float(v: float, cast: Callable[[float], Any] | None, shortest: Any = None) -> str:
+    """Shortest decimal that reads back as the same value of the element type (``shortest``: ``v`` as
+    the numpy scalar of :func:`_fewest_digits`, when the caller has it)."""
     if math.isnan(v):
         return "nan"
     if math.isinf(v):
@@ -79,21 +83,24 @@ def _short_float(v: float, cast: Callable[[float], Any] | None) -> str:
     if v == int(v) and abs(v) < 2**53:
         return repr(v)  # integral: all digits (float8 448 is "448.0", not the shorter "450.0")
     target = cast(v)
-    for digits in range(_fewest_digits(v, cast), 18):
+    for digits in range(_fewest_digits(v, cast, shortest), 18):
         s = f"{v:.{digits}g}"
         if cast(float(s)) == target:
             return repr(float(s))
     return repr(v)  # pragma: no cover - 17 digits always round-trip
 
 
-def _fewest_digits(v: float, cast) -> int:
-    """A lower bound on the digits :func:`_short_float` needs: those of numpy's shortest repr of the type.
+def _fewest_digits(v: float, cast, shortest: Any = None) -> int:
+    """A lower bound on the digits :func:`_short_float` needs: those of numpy's shortest repr of the type
+    (of ``shortest``, ``v`` as that numpy scalar, when given).
 
     Saves the tries below it (~4 per float16 weight, each a format and a cast)."""
-    scalar = _SCALARS.get(cast)
-    if scalar is None:
-        return 1
-    text = str(scalar(v)).partition("e")[0]
+    if shortest is None:
+        scalar = _SCALARS.get(cast)
+        if scalar is None:
+            return 1
+        shortest = scalar(v)
+    text = str(shortest).partition("e")[0]
     return max(1, len(text.replace("-", "").replace(".", "").strip("0")))
 
 
@@ -133,6 +140,21 @@ def _caster(dtype_code: int) -> Callable[[float], Any] | None:
     if packer is not None and not _SCALARS:
         _scalar_types()
     return packer if packer is not None else info.numpy.type
+
+
+def format_floats(x: "np.ndarray", dtype_code: int) -> tuple[str, ...]:
+    """``format_value`` of each element of ``x``, an array of a real float dtype ``dtype_code``.
+
+    The lookups are made once, and float16/float32 elements come with their numpy scalars (the
+    digit search's lower bound): 16 float16 values in ~33 us instead of ~53."""
+    import numpy as np
+
+    cast = _caster(dtype_code)
+    with np.errstate(all="ignore"):  # NaN patterns of the float8 types
+        vals = x.astype(np.float64).tolist()
+    if cast is None or cast not in _SCALARS:
+        return tuple(_short_float(v, cast) for v in vals)
+    return tuple(_short_float(v, cast, s) for v, s in zip(vals, x))
 
 
 def format_value(value: Any, dtype_code: int) -> str:
