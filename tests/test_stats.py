@@ -241,6 +241,16 @@ def test_complex_semantics():
     assert s.first[0] == "3.0+4.0j" and s.first[4] == "-0.0-1.0j"
 
 
+@pytest.mark.parametrize("n", [3, 20_000])
+def test_one_huge_value_fills_the_middle_bin(n):
+    """Regression: a bfloat16 tensor holding only 1e38 (v - 0.5 == v + 0.5) raised ZeroDivisionError
+    below 16,384 elements and put every count in the last bin above; both get bin 16."""
+    s = compute_stats(make(16, np.full(n, 1e38, dtype=ml_dtypes.bfloat16)))
+    v = float(ml_dtypes.bfloat16(1e38))
+    assert (s.min, s.max, s.mean, s.std, s.finite) == (v, v, v, 0.0, n)
+    assert s.histogram[16] == n and sum(s.histogram) == n and s.hist_range == (v, v)
+
+
 def test_first_values_formatted():
     s = compute_stats(make(10, np.array([1.5, -2, np.nan, 0.1], dtype=np.float16)))
     assert s.first == ("1.5", "-2.0", "nan", "0.1")

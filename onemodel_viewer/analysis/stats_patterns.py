@@ -224,6 +224,8 @@ def _from_counts(info: DType, count: int, counts: "np.ndarray", first) -> Tensor
     std = math.sqrt(float(np.add.reduce(sq)) / finite)
     # numpy.histogram's bins: value v goes to bin i when edges[i] <= v < edges[i + 1] (the last bin closed)
     hlo, hhi = (lo - 0.5, hi + 0.5) if lo == hi else (lo, hi)
+    if hlo == hhi:  # one value too large for the +-0.5 to show: every count in the middle bin
+        return _one_bin(info, count, lo, hi, mean, std, nan, posinf, neginf, zeros, finite, first)
     edges = np.linspace(hlo, hhi, BINS + 1)
     ends = np.empty(BINS, dtype=np.intp)
     ends[:-1] = np.searchsorted(v, edges[1:-1], side="left")  # first value >= each inner edge
@@ -267,6 +269,8 @@ def small_stats(raw: "np.ndarray", info: DType, count: int, first) -> TensorStat
     mean = float(np.add.reduce(v)) / finite  # not np.dot: no BLAS (and its threads) for this
     dev = v - mean
     std = math.sqrt(float(np.add.reduce(dev * dev)) / finite)
+    if lo == hi and lo - 0.5 == hi + 0.5:  # as in _from_counts
+        return _one_bin(info, count, lo, hi, mean, std, nan, posinf, neginf, zeros, finite, first)
     histogram, edges = weighted_histogram(v, None, lo, hi)
     mn: float | int = lo
     mx: float | int = hi
@@ -276,6 +280,20 @@ def small_stats(raw: "np.ndarray", info: DType, count: int, first) -> TensorStat
         count, info.code, mn, mx, mean, std, nan, posinf, neginf, zeros, finite, histogram, edges, first,
         hist_count=finite,
     )
+
+
+def _one_bin(info: DType, count: int, lo: float, hi: float, mean, std, nan, posinf, neginf, zeros, finite,
+             first) -> TensorStats:
+    """Every finite value is ``lo``, so large (|v| >= 2^53) that ``v - 0.5 == v + 0.5``: no 32 bins fit
+    (numpy.histogram raises); all counts go to bin 16, as for any one-valued tensor."""
+    hist = [0] * BINS
+    hist[BINS // 2] = finite
+    mn: float | int = lo
+    mx: float | int = hi
+    if not info.is_float:
+        mn, mx = int(lo), int(hi)
+    return TensorStats(count, info.code, mn, mx, mean, std, nan, posinf, neginf, zeros, finite, tuple(hist),
+                       (lo - 0.5, hi + 0.5), first, hist_count=finite)
 
 
 def weighted_histogram(v: "np.ndarray", c: "np.ndarray | None", lo: float, hi: float) -> tuple[tuple[int, ...], tuple[float, float]]:
