@@ -219,8 +219,9 @@ def _from_counts(info: DType, count: int, counts: "np.ndarray", first) -> Tensor
     finite = int(cum[-1])
     cf = c.astype(np.float64)
     mean = float(np.add.reduce(cf * v)) / finite  # not np.dot: no BLAS (and its threads) for this
-    sq = cf * (v - mean)
-    sq *= v - mean  # cf * dev * dev, one temporary less
+    dev = v - mean
+    sq = cf * dev
+    sq *= dev  # cf * dev * dev, one temporary less
     std = math.sqrt(float(np.add.reduce(sq)) / finite)
     # numpy.histogram's bins: value v goes to bin i when edges[i] <= v < edges[i + 1] (the last bin closed)
     hlo, hhi = (lo - 0.5, hi + 0.5) if lo == hi else (lo, hi)
