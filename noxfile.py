@@ -40,6 +40,7 @@ CORE_TESTS = (
     "tests/test_check_cli.py",
     "tests/test_convert_cli.py",
     "tests/test_diff_cli.py",
+    "tests/test_diff_hostile.py",
 )
 """Test files of the format, stats and CLI layers (shell patterns; each must match a file)."""
 

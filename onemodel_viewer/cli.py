@@ -6,7 +6,7 @@ Contract (scripts rely on it; see README):
 ``onemodel-view FILE``                                 the viewer (0)
 ``onemodel-view --diff A B``                           the viewer in diff mode (0)
 ``onemodel-view --check [--json] [--strict] FILE...``  0 all valid, 1 a problem, 2 usage
-``onemodel-view --diff A B --json`` / ``--summary``    0 equal, 1 different, 2 error
+``onemodel-view --diff A B --json`` / ``--summary``    0 equal, 1 different, 2 error or a file with problems
 ``onemodel-view --convert SRC.onnx DST.onemodel``      0 ok, 1 error
 ``onemodel-view --export SRC.onemodel DST.onnx``       0 ok, 1 error
 ``onemodel-view --patch IN OUT EDIT... [--raw]``       0 written, 1 error, 2 usage

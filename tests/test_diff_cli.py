@@ -159,6 +159,7 @@ def test_converted_base_is_equal(base, capsys):
     rc, out = _json(capsys, dst, src)
     assert rc == 0
     assert out == {"a": dst, "b": src, "equal": True, "differences": [], "equivalences": out["equivalences"],
+                   "not_compared": [], "complete": True, "problems": {"a": [], "b": []},
                    "findings": {"a": [], "b": []}}
     assert any("raw_data" in e for e in out["equivalences"])
 

@@ -11,6 +11,10 @@
    ``cosine``, ``mean_abs``, ``max_abs``, ``max_rel``, ``nonfinite``: see
    :mod:`.diff_tensors`).
 
+Documents opened in diagnose mode are compared on their sound parts: a tensor pair whose bytes
+one side cannot give is listed in :attr:`DiffResult.not_compared` with each side's reason (the
+file's problem about it: kind, ``where``, offset), never read (:mod:`.diff_skip`).
+
 Differences come out in the order of the walk, whatever order the tensors finish in.
 :attr:`DiffResult.totals` sums the float tensors: how many changed, and ``rel_l2`` over
 every float weight of the model (‖b − a‖₂ / ‖a‖₂ with all of them as one vector).
@@ -26,15 +30,17 @@ import threading
 from typing import Any, Callable
 
 from ..format.document import Document
+from ..format.errors import FormatError, Problem
 from ..format.dtypes import DTYPES
 from ..format.schema import Model, Tensor
-from .diff_result import ADDED, CHANGED, EQUAL, REMOVED, DiffCancelled, Difference, DiffNode, DiffResult
+from .diff_result import (ADDED, CHANGED, EQUAL, REMOVED, DiffCancelled, Difference, DiffNode, DiffResult, NotCompared,
+                          json_number)
 from .diff_structure import Structure, match_models, unravel
-from .diff_tensors import CHUNK, THREADS, DataDelta, compare_tensors, json_number, tensor_norms
+from .diff_tensors import CHUNK, THREADS, DataDelta, compare_tensors, tensor_norms
 from .floatbits import format_f32
 
 __all__ = ["ADDED", "REMOVED", "CHANGED", "EQUAL", "CHUNK", "Difference", "DiffNode", "DiffResult",
-           "DiffCancelled", "StagedDiff", "diff", "diff_models", "format_f32"]
+           "DiffCancelled", "NotCompared", "StagedDiff", "diff", "diff_models", "format_f32"]
 
 
 def _equivalences_of(doc_a: Document, doc_b: Document, compared_bytes: int) -> list[str]:
@@ -58,10 +64,11 @@ class StagedDiff:
     """
 
     def __init__(self, ma: Model, mb: Model, *, cancel: threading.Event | None = None,
-                 paths: tuple[str | None, str | None] = (None, None), extra: Callable[[int], list[str]] | None = None):
+                 paths: tuple[str | None, str | None] = (None, None), extra: Callable[[int], list[str]] | None = None,
+                 problems: tuple[list[Problem], list[Problem]] = ([], [])):
         self.paths = paths
         self._extra = extra
-        self._s: Structure = match_models(ma, mb, cancel=cancel)
+        self._s: Structure = match_models(ma, mb, cancel=cancel, problems=problems)
         self.total_bytes = sum(min(j.a.length, j.b.length) for j in self._s.jobs)
         """Tensor bytes the second stage compares (per side)."""
         self._data: dict[int, Difference] = {}  # job index -> its data difference
@@ -82,7 +89,8 @@ class StagedDiff:
         """The result so far: every structural difference; tensor values not compared yet."""
         s = self._s
         equiv = s.equivalences + (self._extra(0) if self._extra else [])
-        return DiffResult(not s.differences and not s.jobs, list(s.differences), equiv, s.root, 0)
+        return DiffResult(not s.differences and not s.jobs, list(s.differences), equiv, s.root, 0,
+                          not_compared=list(s.not_compared))
 
     def compare_data(self, *, cancel: threading.Event | None = None, progress: Callable[[int, int], None] | None = None,
                      on_tensor: Callable[[DiffNode], None] | None = None, threads: int = THREADS) -> DiffResult:
@@ -112,7 +120,8 @@ class StagedDiff:
         if progress is not None:
             progress(self.total_bytes, self.total_bytes)
         equiv = self._s.equivalences + (self._extra(self.total_bytes) if self._extra else [])
-        self._result = DiffResult(not differences, differences, equiv, self._s.root, self.total_bytes, totals)
+        self._result = DiffResult(not differences, differences, equiv, self._s.root, self.total_bytes, totals,
+                                  list(self._s.not_compared))
         return self._result
 
     def _merged(self) -> list[Difference]:
@@ -186,16 +195,24 @@ def diff_models(
 
 
 def staged(doc_a: Document, doc_b: Document, *, cancel: threading.Event | None = None) -> StagedDiff:
-    """The two-stage diff of two opened documents (OneModel or ONNX, in any combination)."""
-    if doc_a.model is None or doc_b.model is None:
-        raise ValueError("both documents need a model (open them in strict mode)")
+    """The two-stage diff of two opened documents (OneModel or ONNX, in any combination).
+
+    Documents opened in diagnose mode are compared on what they could read (their problems say why a
+    tensor's bytes are not compared); a document without any model raises its first problem.
+    """
+    for doc in (doc_a, doc_b):
+        if doc.model is None:
+            if doc.problems:
+                raise FormatError.from_problem(doc.problems[0])
+            raise ValueError(f"{doc.path}: the document has no model")
     ma, mb, ort = doc_a.model, doc_b.model, []
     if "ort" in (doc_a.source, doc_b.source):  # what ONNX Runtime's converter changes without changing the model
         from .ort_equiv import normalize
 
         ma, mb, ort = normalize(doc_a, doc_b)
     return StagedDiff(ma, mb, cancel=cancel, paths=(doc_a.path, doc_b.path),
-                      extra=lambda compared: list(ort) + _equivalences_of(doc_a, doc_b, compared))
+                      extra=lambda compared: list(ort) + _equivalences_of(doc_a, doc_b, compared),
+                      problems=(doc_a.problems, doc_b.problems))
 
 
 def diff(

@@ -6,12 +6,24 @@ entry points (:mod:`.diff`), which fill in the tensor data comparisons (:mod:`.d
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
-__all__ = ["ADDED", "REMOVED", "CHANGED", "EQUAL", "DiffCancelled", "Difference", "DiffNode", "DiffResult"]
+__all__ = ["ADDED", "REMOVED", "CHANGED", "EQUAL", "DiffCancelled", "Difference", "DiffNode", "DiffResult", "NotCompared",
+           "json_number"]
 
 ADDED, REMOVED, CHANGED, EQUAL = "added", "removed", "changed", "equal"
+
+
+def json_number(x: float | None) -> float | str | None:
+    """A float for JSON: non-finite values as ``"nan"``, ``"inf"``, ``"-inf"``."""
+    if x is None:
+        return None
+    x = float(x)
+    if math.isfinite(x):
+        return x
+    return "nan" if math.isnan(x) else ("inf" if x > 0 else "-inf")
 
 
 class DiffCancelled(Exception):
@@ -48,6 +60,29 @@ class Difference:
         return self.where.endswith(".data") and self.detail is not None and "differing" in self.detail
 
 
+@dataclass(frozen=True, slots=True)
+class NotCompared:
+    """A tensor pair of one dtype and shape whose values were not compared: one side's bytes are unusable.
+
+    Not a difference: the verdict is over the sound parts, and this says which part was left out.
+    """
+
+    where: str
+    """The tensor's ``where`` in the diff (``graph.initializers["w"]``)."""
+    a: Any
+    """Why A's bytes cannot be read (a :class:`~..format.errors.Problem`), ``None`` when they can."""
+    b: Any
+    a_ref: Any = field(default=None, compare=False, repr=False)
+    """The tensor in A, for viewers; not part of the JSON."""
+    b_ref: Any = field(default=None, compare=False, repr=False)
+
+    def as_json(self) -> dict:
+        from ..format.spec_rules import problem_json
+
+        return {"where": self.where, "a": None if self.a is None else problem_json(self.a),
+                "b": None if self.b is None else problem_json(self.b)}
+
+
 @dataclass(slots=True, eq=False)
 class DiffNode:
     """One entry of the side-by-side tree (a model field, node, tensor, attribute, group...)."""
@@ -65,6 +100,8 @@ class DiffNode:
     """Differences found on this entry itself (its fields), not in its children."""
     pending: bool = False
     """Its tensor data is still being compared (only while a diff runs in stages)."""
+    not_compared: NotCompared | None = None
+    """Its tensor data cannot be compared (one side's bytes are unusable): why."""
     parent: "DiffNode | None" = field(default=None, repr=False)
 
     def walk(self) -> Iterator["DiffNode"]:
@@ -85,6 +122,8 @@ class DiffResult:
     """Tensor bytes compared (per side)."""
     totals: dict | None = None
     """Whole-model figures over the compared float tensors (``changed_tensors``, ``rel_l2``...), when compared."""
+    not_compared: list[NotCompared] = field(default_factory=list)
+    """Tensor pairs left out of the verdict (one side's bytes unusable), in walk order."""
 
     def as_json(self, a: str, b: str) -> dict:
         out = {
@@ -93,6 +132,7 @@ class DiffResult:
             "equal": self.equal,
             "differences": [d.as_json() for d in self.differences],
             "equivalences": list(self.equivalences),
+            "not_compared": [n.as_json() for n in self.not_compared],
         }
         if self.totals is not None:
             out["totals"] = self.totals

@@ -17,6 +17,10 @@ count. A tensor pair of one dtype and shape becomes a :class:`DataJob`: its valu
 compared afterwards (:mod:`.diff_tensors`, driven by :mod:`.diff`), so the tree is
 complete before any tensor byte is read. String tensors are compared here.
 
+A file opened in diagnose mode leaves parts unread (``None`` attribute values, tensors without
+bytes): matching takes them as they are, and a tensor pair whose bytes one side cannot give is
+*not compared* (:mod:`.diff_skip`: the reason, from the document's problems), never a data job.
+
 Every entry has a ``where`` naming it by names from the file where possible
 (``graph.nodes["conv1"].attributes["strides"]``, ``graph.initializers["w"].data``,
 ``model.opsets[""]``), positionally (``graph.nodes[3]``) when a name is empty or not
@@ -44,7 +48,9 @@ from ..format.schema import (
     Type,
     ValueInfo,
 )
-from .diff_result import ADDED, CHANGED, EQUAL, REMOVED, DiffCancelled, Difference, DiffNode
+from ..format.errors import Problem
+from .diff_result import ADDED, CHANGED, EQUAL, REMOVED, DiffCancelled, Difference, DiffNode, NotCompared
+from .diff_skip import ProblemIndex, bytes_problem
 from .floatbits import format_f32
 
 __all__ = ["DataJob", "Structure", "match_models", "set_statuses", "unravel", "MAX_LIST"]
@@ -72,6 +78,8 @@ class Structure:
     differences: list[Difference]
     equivalences: list[str]
     jobs: list[DataJob] = field(default_factory=list)
+    not_compared: list[NotCompared] = field(default_factory=list)
+    """Tensor pairs of one dtype and shape whose bytes one side cannot give (walk order)."""
 
 
 # ---------------------------------------------------------------------------- formatting
@@ -109,6 +117,8 @@ def _attr_value_json(attr: Attribute) -> Any:
     t, v = attr.type, attr.value
     if attr.ref:
         return {"ref": attr.ref}
+    if v is None:  # a value diagnose mode could not read
+        return None
     if t == AttrType.FLOAT:
         return format_f32(v)  # type: ignore[arg-type]
     if t == AttrType.INT:
@@ -165,11 +175,13 @@ def _type_name(code: int) -> str:
 
 
 class _Matcher:
-    def __init__(self, cancel: threading.Event | None):
+    def __init__(self, cancel: threading.Event | None, problems: tuple[ProblemIndex, ProblemIndex]):
         self.cancel = cancel
+        self.problems = problems
         self.differences: list[Difference] = []
         self.equivalences: dict[str, None] = {}
         self.jobs: list[DataJob] = []
+        self.not_compared: list[NotCompared] = []
 
     # -- bookkeeping
 
@@ -420,6 +432,10 @@ class _Matcher:
         if a.ref or b.ref:
             return
         t, va, vb = a.type, a.value, b.value
+        if va is None or vb is None:  # unread in diagnose mode (the file's problems say why)
+            if va is not vb:
+                self.add(nd, "", CHANGED, _attr_value_json(a), _attr_value_json(b), None, a, b)
+            return
         if t in (AttrType.FLOAT, AttrType.INT, AttrType.STRING, AttrType.FLOATS, AttrType.INTS, AttrType.STRINGS):
             if va != vb:  # floats are bit patterns: NaN payloads and -0.0 count
                 detail = None
@@ -509,9 +525,14 @@ class _Matcher:
             return
         if a.dtype == STRING:
             self.strings(nd, a, b)
-        else:
-            nd.pending = True
-            self.jobs.append(DataJob(nd, a, b, len(self.differences)))
+            return
+        why_a, why_b = bytes_problem(a, self.problems[0]), bytes_problem(b, self.problems[1])
+        if why_a is not None or why_b is not None:
+            nd.not_compared = NotCompared(nd.where, why_a, why_b, a, b)
+            self.not_compared.append(nd.not_compared)
+            return
+        nd.pending = True
+        self.jobs.append(DataJob(nd, a, b, len(self.differences)))
 
 
     def strings(self, nd: DiffNode, a: Tensor, b: Tensor) -> None:
@@ -540,10 +561,14 @@ def set_statuses(node: DiffNode) -> str:
     return node.status
 
 
-def match_models(ma: Model, mb: Model, *, cancel: threading.Event | None = None) -> Structure:
-    """Match two models and compare everything but tensor values (those are left in ``jobs``)."""
-    m = _Matcher(cancel)
+def match_models(ma: Model, mb: Model, *, cancel: threading.Event | None = None,
+                 problems: tuple[Sequence[Problem], Sequence[Problem]] = ((), ())) -> Structure:
+    """Match two models and compare everything but tensor values (those are left in ``jobs``).
+
+    ``problems``: each file's problems (diagnose mode), which say why a tensor's bytes are unusable.
+    """
+    m = _Matcher(cancel, (ProblemIndex(problems[0]), ProblemIndex(problems[1])))
     root = DiffNode("", "", EQUAL, ma, mb)
     m.model(root, ma, mb)
     set_statuses(root)
-    return Structure(root, m.differences, list(m.equivalences), m.jobs)
+    return Structure(root, m.differences, list(m.equivalences), m.jobs, m.not_compared)

@@ -43,10 +43,10 @@ import numpy as np
 
 from ..format.dtypes import DTYPES, DataType, DType, decode
 from ..format.schema import Tensor
-from .diff_result import DiffCancelled
+from .diff_result import DiffCancelled, json_number
+from .diff_skip import check_sizes
 
-__all__ = ["CHUNK", "THREADS", "DataDelta", "compare_data", "compare_tensors", "tensor_norms", "json_number",
-           "delta_histogram"]
+__all__ = ["CHUNK", "THREADS", "DataDelta", "compare_data", "compare_tensors", "tensor_norms", "delta_histogram"]
 
 CHUNK = 6 << 20
 """Bytes compared per step (6 MiB: a multiple of 8 for ``uint64`` views and of 3 for 6-bit elements)."""
@@ -70,16 +70,6 @@ _F16_SCALE = np.float32(2.0 ** 112)
 _F16_MASK = np.int32(-0x70000001)  # 0x8FFFFFFF: sign and the 28 low bits of the shifted half
 _F16_FINITE = 65504.0
 """Largest finite float16; its NaN/Inf come out of the bit move as 65536 or more."""
-
-
-def json_number(x: float | None) -> float | str | None:
-    """A float for JSON: non-finite values as ``"nan"``, ``"inf"``, ``"-inf"``."""
-    if x is None:
-        return None
-    x = float(x)
-    if math.isfinite(x):
-        return x
-    return "nan" if math.isnan(x) else ("inf" if x > 0 else "-inf")
 
 
 # ---------------------------------------------------------------------------- results
@@ -484,9 +474,10 @@ def compare_tensors(
     """Compare the data of every pair (same dtype and length each), ``threads`` at a time.
 
     ``on_done(i, delta)`` runs in the calling thread as each pair completes (not in order);
-    ``progress(bytes_done, bytes_total)`` after each unit of work.
+    ``progress(bytes_done, bytes_total)`` after each unit of work. A pair whose bytes cannot be
+    compared (see :func:`.diff_skip.check_sizes`) raises ``FormatError`` before anything is done.
     """
-    total = sum(min(a.length, b.length) for a, b in pairs)
+    total = check_sizes(pairs)
     results: list[DataDelta | None] = [None] * len(pairs)
     units: list[list[tuple[int, int, int]]] = []  # each: (pair, start, end) stretches
     left = [0] * len(pairs)

@@ -61,11 +61,11 @@ class CheckResult:
 
     def as_json(self) -> dict:
         if self.problems:
-            from ..format.spec_rules import rule_of
+            from ..format.spec_rules import problem_json
         out = {
             "file": self.file,
             "valid": self.valid,
-            "problems": [dict(p.as_json(), rule=getattr(rule_of(p), "id", None)) for p in self.problems],
+            "problems": [problem_json(p) for p in self.problems],
             "findings": [f.as_json() for f in self.findings],
         }
         if self.files:

@@ -3,6 +3,12 @@
 Exit status: 0 the models are equal, 1 they differ, 2 a file could not be
 opened or read (one line on stderr naming the file and the reader's problem
 kind and ``where``; never a traceback).
+
+A file with problems (one a strict open refuses) is compared on its sound parts, as the viewer
+shows it: the output lists each file's problems and the tensors whose values could not be
+compared (``not_compared``, each side's reason), and the exit status is 2 (no full verdict:
+``"complete": false``) whatever the parts compared say. A file of which no model could be read
+at all gives only the stderr line.
 """
 
 from __future__ import annotations
@@ -43,6 +49,28 @@ def _error(path: str, exc: BaseException, err: TextIO) -> int:
     return 2
 
 
+def _open(path: str):
+    """(document, parsed manifest): strict first, so a valid file costs what it did; a file with problems
+    again in diagnose mode (every problem, the sound parts kept)."""
+    from ..format.errors import FormatError
+    from ..format.reader import open_with_manifest
+
+    try:
+        return open_with_manifest(path, mode="strict")
+    except FormatError:
+        return open_with_manifest(path, mode="diagnose")
+
+
+def _note_problems(path: str, doc, err: TextIO) -> None:
+    """One stderr line for a file compared on its sound parts only."""
+    p = doc.problems[0]
+    off = f" (offset {p.offset})" if p.offset is not None else ""
+    more = len(doc.problems) - 1
+    rest = f" (+{more:,} more problem{'' if more == 1 else 's'})" if more else ""
+    print(f"onemodel-view: {visible(str(path))}: {visible(f'{p.kind.value} at {p.where}{off}: {p.message}')}{rest}; "
+          "compared on its sound parts", file=err)
+
+
 def run_diff(a: str, b: str, as_json: bool = False, *, top: int = TOP, out: TextIO | None = None,
              err: TextIO | None = None) -> int:
     """Compare files ``a`` and ``b`` (OneModel or ONNX, any combination); print JSON or a summary.
@@ -64,17 +92,20 @@ def _run(a: str, b: str, as_json: bool, top: int, out: TextIO, err: TextIO) -> i
     from concurrent.futures import ThreadPoolExecutor
 
     from ..analysis.diff import staged
-    from ..format.reader import open_with_manifest
+    from ..format.errors import FormatError
 
     docs, parsed = [], []
     try:
         for path in (a, b):
             try:
-                doc, manifest = open_with_manifest(path, mode="strict")
+                doc, manifest = _open(path)
             except Exception as e:  # noqa: BLE001 - reported as one line, exit 2
                 return _error(path, e, err)
             docs.append(doc)
             parsed.append(manifest)
+        for path, doc in zip((a, b), docs):
+            if doc.model is None:  # nothing sound to compare
+                return _error(path, FormatError.from_problem(doc.problems[0]), err) if doc.problems else 2
         # The findings (Python work) are looked for while the tensor bytes are compared (numpy, on
         # threads that release the GIL): on the 1 GiB benchmark model that hides ~0.15 s of 1.6 s.
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="omv-findings") as pool:
@@ -85,20 +116,31 @@ def _run(a: str, b: str, as_json: bool, top: int, out: TextIO, err: TextIO) -> i
             except Exception as e:  # noqa: BLE001 - e.g. a file changed on disk while being read (Io)
                 return _error(_blame(docs, a, b), e, err)
             findings = found.result()
+        for path, doc in zip((a, b), docs):
+            if doc.problems:
+                _note_problems(path, doc, err)
     finally:
         for d in docs:
             try:
                 d.close()
             except Exception:  # noqa: BLE001
                 pass
+    complete = not docs[0].problems and not docs[1].problems and not result.not_compared
     if as_json:
         doc_json = result.as_json(a, b)
+        doc_json["complete"] = complete
+        from ..format.spec_rules import problem_json
+
+        doc_json["problems"] = {"a": [problem_json(p) for p in docs[0].problems],
+                                "b": [problem_json(p) for p in docs[1].problems]}
         doc_json["findings"] = {"a": [f.as_json() for f in findings[0]], "b": [f.as_json() for f in findings[1]]}
         # json.dumps, not json.dump: dump streams through the pure-Python encoder (38 ms against 14 ms
         # for the 2,458 changed tensors of the 1 GiB benchmark model); dumps runs the C one, same text
         out.write(json.dumps(doc_json, ensure_ascii=True, allow_nan=False) + "\n")
     else:
         _summary(a, b, docs, result, out, findings, top=top)
+    if not complete:
+        return 2
     return 0 if result.equal else 1
 
 
@@ -193,14 +235,35 @@ def _summary(a: str, b: str, docs, result, out: TextIO, findings=((), ()), top: 
         if len(ordered) > MAX_FINDINGS:
             console.print(Text(f"  … {len(ordered) - MAX_FINDINGS} more findings (onemodel-view --check lists them)",
                                style="dim"))
+        for p in doc.problems[:MAX_FINDINGS]:
+            console.print(Text.assemble(("  problem ", "bold red"), _problem_text(p)))
+        if len(doc.problems) > MAX_FINDINGS:
+            console.print(Text(f"  … {len(doc.problems) - MAX_FINDINGS:,} more problems (onemodel-view --check lists "
+                               "them)", style="dim"))
     counts = {"added": 0, "removed": 0, "changed": 0}
     for d in result.differences:
         counts[d.change] = counts.get(d.change, 0) + 1
-    if result.equal:
+    partial = bool(docs[0].problems or docs[1].problems or result.not_compared)
+    if result.equal and not partial:
         console.print(Text("equal: the two files hold the same model", style="bold green"))
+    elif result.equal:
+        console.print(Text("equal over the sound parts (not a full verdict: see the problems and the tensors not "
+                           "compared)", style="bold yellow"))
     else:
-        console.print(Text(f"{_plural(len(result.differences), 'difference')}: {counts['added']:,} added, "
+        over = " over the sound parts (not a full verdict)" if partial else ""
+        console.print(Text(f"{_plural(len(result.differences), 'difference')}{over}: {counts['added']:,} added, "
                            f"{counts['removed']:,} removed, {counts['changed']:,} changed", style="bold red"))
+    if result.not_compared:
+        console.print(Text(f"not compared ({_plural(len(result.not_compared), 'tensor')}: their bytes cannot be read):",
+                           style="bold"))
+        for n in result.not_compared[:MAX_ROWS]:
+            line = Text.assemble(("  ? ", "magenta"), visible(n.where))
+            for side, why in (("A", n.a), ("B", n.b)):
+                if why is not None:
+                    line.append_text(Text.assemble(f"  {side}: ", _problem_text(why)))
+            console.print(line)
+        if len(result.not_compared) > MAX_ROWS:
+            console.print(Text(f"  … {len(result.not_compared) - MAX_ROWS:,} more (--json lists every one)", style="dim"))
     data = [d for d in result.differences if d.is_data]
     floats = sorted((d for d in data if "rel_l2" in d.detail), key=_rank)
     t = result.totals
@@ -262,6 +325,14 @@ def _summary(a: str, b: str, docs, result, out: TextIO, findings=((), ()), top: 
                            style="bold"))
         for e in result.equivalences:
             console.print(Text("  " + visible(e)))
+
+
+def _problem_text(p):
+    """``Kind at where (offset N): message``, every string from the file made visible."""
+    from rich.text import Text
+
+    off = f" (offset {p.offset})" if p.offset is not None else ""
+    return Text(visible(f"{p.kind.value} at {p.where}{off}: {p.message}"))
 
 
 def _is_tty(out: TextIO) -> bool:

@@ -264,6 +264,11 @@ def rule_of(problem: Problem) -> Rule | None:
     return rule_for(problem.kind, problem.where)
 
 
+def problem_json(problem: Problem) -> dict:
+    """A problem as ``--check --json`` writes it: its fields and the ``rule`` id (None when no row matches)."""
+    return dict(problem.as_json(), rule=getattr(rule_of(problem), "id", None))
+
+
 def shape_of(where: str) -> str:
     """``where`` with every array index written ``[]`` (``manifest.graph.nodes[]``)."""
     return _INDEX.sub("[]", where)
