@@ -38,14 +38,14 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from ..analysis.diff import ADDED, CHANGED, REMOVED, DiffCancelled, DiffNode, DiffResult, StagedDiff
+from ..analysis.diff import ADDED, CHANGED, EQUAL, REMOVED, DiffCancelled, DiffNode, DiffResult, StagedDiff
 from ..format.document import Document
 from .detail_pane import DetailPane
 from .diff_actions import DiffActions
-from .diff_detail import difference_lines, histogram_lines, record_lines
+from .diff_detail import difference_lines, histogram_lines, not_compared_lines, record_lines
 from .diff_hex import HexPair
 from .diff_panes import HexPanes
-from .diff_tree import MARKERS, DiffTree
+from .diff_tree import MARKERS, NOT_COMPARED, DiffTree
 from .hex_view import HexView
 from .safe import human_size, safe_str, safe_text
 from .search import SearchActions
@@ -280,8 +280,8 @@ class DiffApp(HexPanes, DiffActions, SearchActions, App[int]):
 
         docs: list[Document] = []
         try:
-            for src in self.sources:
-                docs.append(src if isinstance(src, Document) else omf.open(src))
+            for src in self.sources:  # diagnose mode: a broken file is compared on its sound parts
+                docs.append(src if isinstance(src, Document) else omf.open(src, mode="diagnose"))
         except FormatError as e:
             path = self.paths[len(docs)]
             self.post_message(self.DiffReady(docs, None, f"{safe_str(path, 400)}: {e.kind.value} at {e.where}: {e.message}"))
@@ -290,6 +290,12 @@ class DiffApp(HexPanes, DiffActions, SearchActions, App[int]):
             path = self.paths[len(docs)]
             self.post_message(self.DiffReady(docs, None, f"{safe_str(path, 400)}: {type(e).__name__}: {e}"))
             return
+        for path, doc in zip(self.paths, docs):
+            if doc.model is None:  # nothing sound to compare (p lists its problems)
+                p = doc.problems[0] if doc.problems else None
+                why = f"{p.kind.value} at {p.where}: {p.message}" if p is not None else "no model"
+                self.post_message(self.DiffReady(docs, None, f"{safe_str(path, 400)}: {why} (p: problems)"))
+                return
         last = [0.0]
         batch: list[DiffNode] = []
 
@@ -353,8 +359,11 @@ class DiffApp(HexPanes, DiffActions, SearchActions, App[int]):
         counts = {ADDED: 0, REMOVED: 0, CHANGED: 0}
         for d in diffs:
             counts[d.change] = counts.get(d.change, 0) + 1
+        partial = self._partial_text(r)
         if not diffs and self._phase != "done":
             state = Text("no differences so far", style="bold")
+        elif r.equal and partial:
+            state = Text("equal", style="bold yellow")
         elif r.equal:
             state = Text("equal: the two files hold the same model", style="bold green")
         else:
@@ -364,7 +373,22 @@ class DiffApp(HexPanes, DiffActions, SearchActions, App[int]):
         if r.equivalences:
             k = len(r.equivalences)
             state.append(f"   ({k} equivalence{'' if k == 1 else 's'} applied)", style="dim")
-        return state
+        return state + partial
+
+    def _partial_text(self, r: DiffResult) -> Text:
+        """Files with problems: the verdict is over their sound parts only; what was left out (empty if nothing)."""
+        counts = [len(d.problems) for d in self.docs]
+        if not any(counts) and not r.not_compared:
+            return Text("")
+        t = Text(" over the sound parts only:", style="bold magenta")
+        for side, n in zip("AB", counts):
+            if n:
+                t.append(f" {side} {n:,} problem{'' if n == 1 else 's'};", style="magenta")
+        k = len(r.not_compared)
+        if k:
+            t.append(f" {k:,} tensor{'' if k == 1 else 's'} not compared (?);", style="magenta")
+        t.append(" p lists the problems", style="dim")
+        return t
 
     def _collect(self) -> None:
         self._diff_nodes = differing_entries(self.result)
@@ -456,14 +480,17 @@ class DiffApp(HexPanes, DiffActions, SearchActions, App[int]):
                 lines.extend((Text("  ") + safe_text(e, limit=200), None) for e in self.result.equivalences)
             pane.show(lines)
             return
-        mark, style = MARKERS.get(dn.status, ("?", ""))
+        unknown = dn.not_compared is not None and dn.status == EQUAL
+        mark, style = NOT_COMPARED if unknown else MARKERS.get(dn.status, ("?", ""))
+        state = "not compared" if unknown else dn.status
         lines: list[tuple[Text, Any]] = []
-        lines.append((Text(f"{mark} {dn.status}  ", style=style + " bold") + safe_text(dn.where or "(model)", limit=200),
+        lines.append((Text(f"{mark} {state}  ", style=style + " bold") + safe_text(dn.where or "(model)", limit=200),
                       None))
         for t in record_lines("A", dn.a):
             lines.append((t, None))
         for t in record_lines("B", dn.b):
             lines.append((t, None))
+        lines.extend((t, None) for t in not_compared_lines(dn))
         for d in dn.differences:
             lines.extend(difference_lines(dn, d, self._histogram_lines))
         below = sum(len(n.differences) for n in dn.walk()) - len(dn.differences)

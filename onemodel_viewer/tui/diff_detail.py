@@ -49,6 +49,21 @@ def record_lines(side: str, rec: Any) -> list[Text]:
     return [head + safe_text(describe(DiffNode("", "", EQUAL, rec, rec)) or type(rec).__name__)]
 
 
+def not_compared_lines(dn: DiffNode) -> list[Text]:
+    """Why the selected tensor's values were not compared: each side's problem (kind, where, offset)."""
+    nc = dn.not_compared
+    if nc is None:
+        return []
+    out = [Text("values not compared: the bytes of this tensor cannot be read", style="magenta")]
+    for side, why in (("A", nc.a), ("B", nc.b)):
+        if why is None:
+            continue
+        at = f" (offset {why.offset})" if why.offset is not None else ""
+        out.append(Text(f"    {side}  ", style="bold") + safe_text(f"{why.kind.value} at {why.where}{at}: {why.message}",
+                                                              limit=300))
+    return out
+
+
 def difference_lines(dn: DiffNode, d: Difference, histogram: Callable[[DiffNode], list[tuple[Text, Any]]]
                      ) -> list[tuple[Text, Any]]:
     """The lines of one difference of ``dn``: both values, and for tensor data the counts, metrics and

@@ -21,6 +21,9 @@ MARKERS = {EQUAL: ("=", "dim"), ADDED: ("+", "green"), REMOVED: ("-", "red"), CH
 PENDING = ("…", "dim")
 """Marker of a tensor whose values are still being compared (or were not, after a cancel)."""
 
+NOT_COMPARED = ("?", "magenta")
+"""Marker of a tensor whose values cannot be compared (one file's bytes for it are unusable)."""
+
 
 _LISTS = (tuple, list, NodeList)
 """What a group entry holds (a reader's graph nodes are a NodeList)."""
@@ -59,7 +62,12 @@ def _both(dn: DiffNode, count, fmt: str) -> str:
 
 
 def label_for(dn: DiffNode) -> Text:
-    mark, style = PENDING if dn.pending and dn.status == EQUAL else MARKERS.get(dn.status, ("?", ""))
+    if dn.not_compared is not None and dn.status == EQUAL:
+        mark, style = NOT_COMPARED
+    elif dn.pending and dn.status == EQUAL:
+        mark, style = PENDING
+    else:
+        mark, style = MARKERS.get(dn.status, ("?", ""))
     t = Text(mark + " ", style=style + " bold")
     t.append_text(safe_text(dn.label, style="" if dn.status == EQUAL else style))
     extra = describe(dn)
