@@ -18,6 +18,8 @@ from onemodel_viewer.tui.diff_app import make_diff_app
 from onemodel_viewer.tui.diff_tree import DiffTree
 from onemodel_viewer.tui.problems_screen import ProblemsScreen
 
+from conftest import wait_for_workers  # noqa: E402 - the shared Pilot helpers
+
 HOSTILE = Path(__file__).resolve().parent.parent / "testdata" / "hostile"
 BASE = HOSTILE / "valid-base.onemodel"
 
@@ -47,7 +49,7 @@ async def test_diff_viewer_on_hostile_files(a, b, entry, problem):
     app = make_diff_app(str(pa), str(pb))
     async with app.run_test(size=(120, 40)) as pilot:
         await _until(pilot, lambda: app._phase == "done" or app.error is not None, "the diff finished")
-        await app.workers.wait_for_complete()
+        await wait_for_workers(app)
         await pilot.pause()
         status = app.query_one("#status").render()
         status = status.plain if hasattr(status, "plain") else str(status)
