@@ -12,6 +12,7 @@ Contract (scripts rely on it; see README):
 ``onemodel-view --patch IN OUT EDIT... [--raw]``       0 written, 1 error, 2 usage
 ``onemodel-view --shrink IN OUT [--seconds N]``        0 written, 1 nothing to shrink or error
 ``onemodel-view --extract FILE NAME OUT.npy``          0 written, 1 error
+``onemodel-view --stats [--json] FILE``                0 done, 1 error
 =====================================================  ==========================================
 """
 
@@ -36,7 +37,8 @@ def build_parser() -> argparse.ArgumentParser:
                       help="write IN with EDITs as OUT: header.<field>=N, <manifest path>=<JSON>, bytes@<offset>=<hex>, truncate=N")
     mode.add_argument("--shrink", action="store_true", help="write a small OUT that fails like IN's first problem")
     mode.add_argument("--extract", action="store_true", help="write tensor NAME of FILE to OUT.npy")
-    p.add_argument("--json", action="store_true", help="machine-readable output (--check, --diff, --patch)")
+    mode.add_argument("--stats", action="store_true", help="statistics of every tensor of FILE")
+    p.add_argument("--json", action="store_true", help="machine-readable output (--check, --diff, --patch, --stats)")
     p.add_argument("--raw", action="store_true", help="--patch: keep the header as it is after manifest edits")
     p.add_argument("--seconds", type=float, default=60.0, help="--shrink: time budget (default 60)")
     p.add_argument("--summary", action="store_true", help="readable report instead of the viewer (--diff)")
@@ -102,15 +104,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     files = args.files
-    _one_shot = bool(args.check or args.convert or args.export or args.patch or args.shrink or args.extract
+    _one_shot = bool(args.check or args.convert or args.export or args.patch or args.shrink or args.extract or args.stats
                      or (args.diff and (args.json or args.summary)))
 
     def need(n: int | None, what: str) -> None:
         if (n is None and not files) or (n is not None and len(files) != n):
             parser.error(f"{what}")
 
-    if args.json and not (args.check or args.diff or args.patch):
-        parser.error("--json goes with --check, --diff or --patch")
+    if args.json and not (args.check or args.diff or args.patch or args.stats):
+        parser.error("--json goes with --check, --diff, --patch or --stats")
     if args.raw and not args.patch:
         parser.error("--raw goes with --patch")
     if args.seconds != 60.0 and not args.shrink:
@@ -157,6 +159,11 @@ def main(argv: list[str] | None = None) -> int:
             from .commands.extract import run_extract
 
             return run_extract(files[0], files[1], files[2])
+        if args.stats:
+            need(1, "--stats needs one FILE")
+            from .commands.stats import run_stats
+
+            return run_stats(files[0], as_json=args.json)
         if args.diff:
             need(2, "--diff needs two files A B")
             if args.json or args.summary:
