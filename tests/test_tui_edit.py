@@ -12,13 +12,12 @@ from pathlib import Path
 import pytest
 from textual.widgets import TextArea
 
-from onemodel_viewer.format.errors import Kind
+from onemodel_viewer.format.errors import FormatError, Kind
 from onemodel_viewer.format.overlay import EditSession, OverlayStorage
 from onemodel_viewer.format.spec_rules import rule_of
 from onemodel_viewer.tui.app import make_app
 from onemodel_viewer.tui.detail_pane import DetailPane
 from onemodel_viewer.tui.edit_screens import EditListScreen, JsonEditor
-from onemodel_viewer.tui.hex_view import HexView
 from onemodel_viewer.tui.hex_view import HexView
 from onemodel_viewer.tui.problems_screen import ProblemsScreen
 from onemodel_viewer.tui.prompt import Prompt
@@ -319,6 +318,152 @@ async def test_selection_comes_back_after_the_facts_of_the_reread_graph(tmp_path
         tree = app.query_one(StructureTree)
         assert tree.cursor_node.data.where == where
         assert tree.cursor_node.data.obj is app.document.model.graph.nodes[1100]
+
+
+def _chain_model(tmp_path, n: int) -> Path:
+    """A graph of ``n`` Identity nodes in a chain (a group of 1,000 nodes when ``n`` > 1,000)."""
+    from onemodel_viewer.format.schema import Graph, Model, Node, OperatorSet, Type, ValueInfo
+    from onemodel_viewer.format.writer import write
+
+    nodes = tuple(Node("Identity", f"n{i}", inputs=(f"v{i}",), outputs=(f"v{i + 1}",)) for i in range(n))
+    t = Type("tensor", elem=1, shape=(1,))
+    g = Graph("chain", inputs=(ValueInfo("v0", t),), outputs=(ValueInfo(f"v{n}", t),), nodes=nodes)
+    path = tmp_path / "chain.onemodel"
+    write(Model(ir_version=8, graph=g, opsets=(OperatorSet("", 17),)), path)
+    return path
+
+
+def _slow_facts(monkeypatch, seconds: float) -> None:
+    """The graph's facts take ``seconds`` more: the selection comes back that much after the verdict."""
+    import time
+
+    from onemodel_viewer.analysis.facts import Facts
+
+    real = Facts._compute
+
+    def slow(self, graph):
+        time.sleep(seconds)
+        return real(self, graph)
+
+    monkeypatch.setattr(Facts, "_compute", slow)
+
+
+async def _until(pilot, done, seconds: float = 20.0) -> None:
+    """Pause until ``done()`` (a state, never a count of pauses); fail after ``seconds``."""
+    import time
+
+    end = time.monotonic() + seconds
+    while not done():
+        assert time.monotonic() < end, "state not reached"
+        await pilot.pause(0.01)
+
+
+async def test_reread_never_builds_the_documents_repr_or_group_labels_on_the_ui_thread(tmp_path, monkeypatch):
+    """Regression: the worker that waits for the re-read graph's facts took the document as an argument,
+    and Textual described the worker with the repr of its arguments: the whole model (every node record
+    built, ~100 ms on the UI thread at 10,000 nodes). And the 1,000 labels of the re-revealed node's group
+    were made on the UI thread (~20 ms); they are now made in that worker, the UI thread only adds rows."""
+    import threading
+
+    from onemodel_viewer.format.schema import NodeList
+    from onemodel_viewer.tui import entries
+
+    path = _chain_model(tmp_path, 2500)
+    on_ui = {"repr": 0, "labels": 0, "labels_off": 0}
+    real_repr, real_label = NodeList.__repr__, entries.node_label
+
+    def counting_repr(self):
+        on_ui["repr"] += threading.current_thread() is threading.main_thread()
+        return real_repr(self)
+
+    def counting_label(n, types=None):
+        on_ui["labels" if threading.current_thread() is threading.main_thread() else "labels_off"] += 1
+        return real_label(n, types)
+
+    monkeypatch.setattr(NodeList, "__repr__", counting_repr)
+    monkeypatch.setattr(entries, "node_label", counting_label)
+    app = make_app(str(path))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        where = "manifest.graph.nodes[1500]"
+        app.reveal(where)
+        await settle(pilot)
+        assert isinstance(app.document.model.graph.nodes, NodeList)  # what the repr would walk
+        for k in on_ui:
+            on_ui[k] = 0
+        assert app.apply_edit(f'{where}.inputs[0]="undefined-x"')
+        await _until(pilot, lambda: not app.edit_pending and not app.edit_restoring)
+        await settle(pilot)
+        tree = app.query_one(StructureTree)
+        assert tree.cursor_node.data.where == where
+        assert len(tree.cursor_node.parent.children) == 1000  # the group was built again...
+        assert on_ui == {"repr": 0, "labels": 0, "labels_off": 1000}  # ...its labels off the UI thread
+
+
+async def test_selection_not_taken_back_when_the_cursor_moved_before_it_returned(tmp_path, monkeypatch):
+    """The selection comes back after the re-read graph's facts are known, up to a second after the
+    verdict on a big graph: a cursor the user moved meanwhile stays where it was put."""
+    path = _chain_model(tmp_path, 1200)
+    _slow_facts(monkeypatch, 0.5)
+    app = make_app(str(path))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        where = "manifest.graph.nodes[1100]"
+        app.reveal(where)
+        await settle(pilot)
+        assert app.apply_edit(f'{where}.inputs[0]="undefined-x"')
+        await _until(pilot, lambda: not app.edit_pending)
+        assert app.edit_restoring  # the verdict is shown, the selection not back yet
+        tree = app.query_one(StructureTree)
+        tree.focus()
+        await pilot.press("down")
+        moved = tree.cursor_node.data
+        await _until(pilot, lambda: not app.edit_restoring)
+        await settle(pilot)
+        assert tree.cursor_node.data is moved and moved.where != where
+
+
+async def test_selection_comes_back_when_a_newer_edit_lands_before_it_did(tmp_path, monkeypatch):
+    """Regression: a second edit's re-read shown before the first one's selection came back dropped
+    the selection (the tree stayed on the first problem): it is put back after the second one."""
+    path = _chain_model(tmp_path, 1200)
+    _slow_facts(monkeypatch, 0.5)
+    app = make_app(str(path))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        where = "manifest.graph.nodes[1100]"
+        app.reveal(where)
+        await settle(pilot)
+        assert app.apply_edit(f'{where}.inputs[0]="undefined-x"')
+        await _until(pilot, lambda: not app.edit_pending)
+        assert app.edit_restoring and app.current.where != where  # the first problem, for now
+        assert app.apply_edit("header.flags=1")
+        await _until(pilot, lambda: not app.edit_pending and not app.edit_restoring)
+        await settle(pilot)
+        assert problem_keys(app.document) >= {(Kind.UNSUPPORTED, "header.flags")}
+        tree = app.query_one(StructureTree)
+        assert tree.cursor_node.data.where == where
+        assert tree.cursor_node.data.obj is app.document.model.graph.nodes[1100]
+
+
+def test_overlay_front_bytes_read_from_memory_after_the_file_changed(model):
+    """The edited header and manifest are in memory: reading them needs no look at the file (a stat
+    per hex-pane row, each a GIL hand-over to a busy worker on the UI thread); the data region's bytes
+    still come from the file, and a file changed on disk is still refused there."""
+    s = EditSession(str(model))
+    s.apply("header.reserved=7")
+    st = s.storage()
+    front = st.read(0, 64)
+    stamp = os.stat(model)
+    with open(model, "r+b") as f:  # changed on disk: the data region is no longer what was opened
+        f.seek(stamp.st_size - 1)
+        f.write(b"\x01" if f.read(1) != b"\x01" else b"\x02")
+    os.utime(model, ns=(stamp.st_atime_ns, stamp.st_mtime_ns + 10**9))
+    assert st.read(0, 64) == front  # from memory
+    with pytest.raises(FormatError) as e:
+        st.read(st.size - 1, 1)  # from the file
+    assert e.value.kind == Kind.IO
+    s.close()
 
 
 def test_overlay_reads_match_the_written_file(model, tmp_path):

@@ -57,8 +57,7 @@ class OverlayStorage(Storage):
             raise FormatError(Kind.MALFORMED, self.label, offset, f"range {offset}+{length} outside {self.size} bytes")
 
     def read(self, offset: int, length: int) -> bytes:
-        self._bounds(offset, length)
-        self.check()
+        self._bounds(offset, length)  # no check(): the front is in memory, the source's read checks itself
         img, nf = self.image, len(self.front)
         out = bytearray(self.front[offset:offset + length])
         lo, hi = max(offset, nf) - nf, offset + length - nf  # the part in the tail, tail coordinates

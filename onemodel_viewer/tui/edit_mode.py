@@ -26,7 +26,7 @@ from textual.worker import get_current_worker
 
 from ..format.errors import FormatError
 from ..process import freeze_gc, pause_gc
-from .entries import Entry
+from .entries import Entry, path_to
 from .hex_view import HexView
 from .info_bar import InfoBar
 from .safe import safe_str
@@ -59,11 +59,15 @@ class EditActions:
     """``appeared`` / ``disappeared`` problems of the last re-read (:func:`~..format.overlay.verdict_change`)."""
     edit_pending = False
     """True while the edited file is being read again."""
+    edit_restoring = False
+    """True from the re-read document's arrival until the selection is back on the edited record."""
     _edit_generation = 0
     """Counts the operations submitted (the UI thread's); a re-read of an older one is dropped."""
     _edit_shown = 0
     """The session's version the shown document was read from."""
     _edit_turns: "_Turns | None" = None
+    _edit_back: tuple = ()
+    """What :meth:`_restore_selection` puts back: the document, the tree's cursor line then, where, hex focus and cursor."""
 
     # ------------------------------------------------------------------ starting an edit
     def _session(self) -> EditSession | None:
@@ -133,7 +137,7 @@ class EditActions:
         hint = 'a JSON string of 8 characters ("ONEMODEL")' if name == "magic" else f"an integer (0x.. for hex), {size} bytes"
         self.push_screen(Prompt(f"header.{name} =", "", now, hint=hint), done)
 
-    @work(thread=True, exclusive=True, group="edit-open", exit_on_error=False)
+    @work(thread=True, exclusive=True, group="edit-open", exit_on_error=False, description="edit: find the value")
     def _edit_manifest(self, session: EditSession, where: str) -> None:
         """Find the value's JSON text (off the UI thread: the walk is linear in the bytes before it), then edit it."""
         from ..format.manifest_locate import Locator
@@ -211,7 +215,7 @@ class EditActions:
         self.query_one("#infobar", InfoBar).show(self._info_parts())
         self._edit_op(session, op, edit, self._edit_generation, self._edit_turns.take())
 
-    @work(thread=True, group="edit-ops", exit_on_error=False)
+    @work(thread=True, group="edit-ops", exit_on_error=False, description="edit: apply and re-read")
     def _edit_op(self, session: EditSession, op: str, edit, generation: int, ticket: int) -> None:
         """One operation, in submission order; the last one submitted re-reads the edited file
         (diagnose mode) and hands the document to the UI thread (older ones skip the re-read)."""
@@ -270,9 +274,13 @@ class EditActions:
         self._edit_shown = version
         old = self.document
         change = verdict_change(_Problems(old), _Problems(doc))
-        where = self.current.where if self.current is not None else ""
-        hexv = self.query_one(HexView)
-        in_hex, cursor = hexv.has_focus, hexv.cursor
+        tree, hexv = self.query_one(StructureTree), self.query_one(HexView)
+        pending = self._edit_back if self.edit_restoring else None
+        if pending is not None and tree.cursor_line == pending[1]:
+            where, in_hex, cursor = pending[2:]  # the previous re-read's selection, not put back yet
+        else:
+            where = self.current.where if self.current is not None else ""
+            in_hex, cursor = hexv.has_focus, hexv.cursor
         self.edit_change = {k: v["problems"] for k, v in change.items()}
         self.background_gc_held = True  # the GC back on (frozen) when the job load_document starts ends
         self.load_document(doc)
@@ -283,28 +291,39 @@ class EditActions:
         # the selection back after the frame with the new verdict, once the main graph's facts are
         # known: revealing a node builds its group's labels with the graph's types, and computing them
         # on the UI thread (or waiting there for the background job's) held it ~100 ms on 10,000 nodes
+        self.edit_restoring = True
+        self._edit_back = back = (doc, tree.cursor_line, where, in_hex, cursor)
         if doc.model is None:
-            self.call_after_refresh(self._restore_selection, where, in_hex, cursor, generation)
+            self.call_after_refresh(self._restore_selection, *back)
         else:
-            self.call_after_refresh(self._restore_after_facts, doc, self.facts, where, in_hex, cursor, generation)
+            self.call_after_refresh(self._restore_after_facts, self.facts, tree, back)
 
-    @work(thread=True, group="edit-restore", exit_on_error=False)
-    def _restore_after_facts(self, doc, facts, where: str, in_hex: bool, cursor: int, generation: int) -> None:
-        """Wait off the UI thread for the re-read graph's facts (the background job computes them), then restore."""
-        if generation != self._edit_generation or doc is not self.document:
+    @work(thread=True, group="edit-restore", exit_on_error=False, description="edit: the selection's entries")
+    def _restore_after_facts(self, facts, tree: StructureTree, back: tuple) -> None:
+        """Off the UI thread: wait for the re-read graph's facts (the background job computes them),
+        make the entries down to the selection (their labels), then restore on the UI thread."""
+        doc, where = back[0], back[2]
+        if doc is not self.document:
             return
         try:
             facts.of(doc.model.graph)
+            if where:
+                _make_entries(tree, where)
         except Exception:  # noqa: BLE001 - a reader bug in a lazily read node: the tree says it
             pass
         try:
-            self.call_from_thread(self._restore_selection, where, in_hex, cursor, generation)
+            self.call_from_thread(self._restore_selection, *back)
         except Exception:  # app shutting down
             pass
 
-    def _restore_selection(self, where: str, in_hex: bool, cursor: int, generation: int) -> None:
-        if generation != self._edit_generation:
-            return
+    def _restore_selection(self, doc, placed: int, where: str, in_hex: bool, cursor: int) -> None:
+        """Put the selection back, unless another document is shown or the tree's cursor (on line
+        ``placed`` when the re-read was shown) was moved meanwhile."""
+        if doc is not self.document:
+            return  # a newer re-read restores
+        self.edit_restoring = False
+        if self.query_one(StructureTree).cursor_line != placed:
+            return  # moved by the user since the re-read arrived: left where it is
         if where:
             self.reveal(where)
         if in_hex:
@@ -397,7 +416,7 @@ class EditActions:
         self.push_screen(Prompt("save the edited file as (a new file; never the file opened)", "",
                                 f"{root}.edited{ext or '.onemodel'}"), done)
 
-    @work(thread=True, exclusive=True, group="edit-save", exit_on_error=False)
+    @work(thread=True, exclusive=True, group="edit-save", exit_on_error=False, description="edit: save as")
     def _save(self, session: EditSession, dst: str) -> None:
         """Write the edited file (copies the data region: off the UI thread)."""
         try:
@@ -417,6 +436,21 @@ class EditActions:
         yield SystemCommand("Redo edit", "Apply the last edit taken back (ctrl+y)", self.action_redo_edit)
         yield SystemCommand("Edit list", "The edits in --patch syntax (L)", self.action_edit_list)
         yield SystemCommand("Save edited file as", "Write the edited file to a new file (S)", self.action_save_as)
+
+
+def _make_entries(tree: StructureTree, where: str) -> None:
+    """Make (off the UI thread) the children of the tree's entries down to ``where``, so that revealing
+    it on the UI thread only adds tree items: a group's 1,000 node labels took ~20 ms there (10,000
+    nodes). Entries the tree has listed already are the tree's; the others keep what they made."""
+    def children(entry: Entry) -> list[Entry]:
+        node = tree.node_for(entry)
+        if node is not None and node.children:
+            return [c.data for c in node.children]
+        made = entry.children()
+        entry.children = lambda: made
+        return made
+
+    path_to(tree.roots, where, expand=children)
 
 
 class _Turns:
