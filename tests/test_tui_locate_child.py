@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -54,10 +59,11 @@ def test_a_dead_child_answers_nothing(tmp_path):
         m0, mlen = doc.manifest_span
     child = LocateChild(path, m0, mlen, True)
     assert child.span("manifest.graph") is not None
-    child._proc.kill()
-    child._proc.wait()
+    pid = child.pid
+    os.kill(pid, signal.SIGKILL)
     assert child.span("manifest.graph") is None
-    assert child.span("manifest.graph") is None
+    assert child.span("manifest.graph") is None  # no new child either
+    assert child.pid is None
     child.close()
 
 
@@ -70,7 +76,56 @@ def test_a_hostile_manifest_in_the_child(tmp_path):
         first = child.span("manifest.graph.nodes[0]")
         assert child.span("manifest.graph.nodes[7]") is None
         assert child.span("manifest.graph.nodes[0]") == first  # still answering
-        assert child._proc is not None and child._proc.poll() is None
+        assert child.pid is not None
     finally:
         child.close()
-    assert child._proc is None
+    assert child.pid is None
+
+
+def test_close_gives_up_a_look_up_under_way():
+    """close() from another thread while a look-up waits on the child: the look-up returns None and the child
+    is gone (the viewer closes its look-ups when it leaves or opens another file)."""
+    path = str(VALID / "showcase.onemodel")
+    with omf.open(path, mode="diagnose") as doc:
+        m0, mlen = doc.manifest_span
+    child = LocateChild(path, m0, mlen, True)
+    assert child.span("manifest.graph") is not None  # the child is up and has its Locator
+    pid = child.pid
+    os.kill(pid, signal.SIGSTOP)  # the next look-up waits on a child that cannot answer
+    got: list = []
+    t = threading.Thread(target=lambda: got.append(child.span("manifest.graph.nodes[0]")))
+    t.start()
+    for _ in range(10_000):  # until the look-up waits on the child's pipe
+        frame = sys._current_frames().get(t.ident)
+        names = set()
+        while frame is not None:
+            names.add(frame.f_code.co_name)
+            frame = frame.f_back
+        if "_read" in names:
+            break
+        time.sleep(0.001)
+    else:
+        raise AssertionError("the look-up never waited on the child")
+    closer = threading.Thread(target=child.close)
+    closer.start()
+    closer.join(30)  # a bound so that a close() waiting for the look-up fails the test instead of hanging the run
+    blocked = closer.is_alive()
+    if blocked:
+        os.kill(pid, signal.SIGKILL)
+    closer.join()
+    t.join()
+    assert not blocked, "close() waited for the look-up"
+    assert got == [None] and child.pid is None
+    assert _gone(pid)
+
+
+def _gone(pid: int) -> bool:
+    for _ in range(200):  # a killed child is reaped by close(); /proc may lag a moment
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except FileNotFoundError:
+            return True
+        if state == "Z":
+            return True
+        time.sleep(0.05)
+    return False

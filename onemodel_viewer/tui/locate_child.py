@@ -7,105 +7,81 @@ alone took 0.3-4 s, and the walks ran as a third busy thread beside the backgrou
 process has its own interpreter (and the machine's other core): the viewer's look-up thread only
 waits on a pipe.
 
-Protocol, one JSON value a line: the parent writes a ``where`` path, the child answers
+The child is a :class:`~onemodel_viewer.helper_process.HelperProcess` (one per manifest) running
+:func:`answer`: a request is the JSON ``{"path", "offset", "length", "unique", "where"}``, the reply
 ``[start, end]`` (byte offsets in the manifest) or ``null``. The child reads the manifest bytes
-itself (``path``, ``offset``, ``length``) and ends at the end of its input (the parent closed
-the pipe or exited). Run as ``python -m onemodel_viewer.tui.locate_child PATH OFFSET LENGTH UNIQUE``.
+itself on the first request and keeps its :class:`Locator` for the next ones. Once the child has
+failed (killed, or a bug) the :class:`LocateChild` answers nothing more.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import threading
 
-__all__ = ["LocateChild"]
+from ..helper_process import HelperError, HelperProcess
+
+__all__ = ["LocateChild", "answer"]
 
 
 class LocateChild:
     """One child process answering look-ups in one manifest (thread-safe: one look-up at a time)."""
 
     def __init__(self, path: str, offset: int, length: int, unique_keys: bool) -> None:
-        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-        env = dict(os.environ)
-        env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-        self._lock = threading.Lock()
-        self._proc: subprocess.Popen | None = subprocess.Popen(
-            [sys.executable, "-m", "onemodel_viewer.tui.locate_child", path, str(offset), str(length),
-             "1" if unique_keys else "0"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, close_fds=True)
+        self._request = {"path": path, "offset": offset, "length": length, "unique": unique_keys}
+        self._closing = threading.Event()
+        self._helper: HelperProcess | None = HelperProcess()
+        self._helper.start()  # the child starts (and imports) while the first request is being made
+
+    @property
+    def pid(self) -> int | None:
+        """The child's pid while it runs (None once it ended or was closed)."""
+        helper = self._helper
+        return helper.pid if helper is not None else None
 
     def span(self, where: str) -> tuple[int, int] | None:
         """``(start, end)`` of ``where`` in the manifest, None when there is none or the child is gone."""
-        with self._lock:
-            proc = self._proc
-            if proc is None or proc.stdin is None or proc.stdout is None:
-                return None
-            try:
-                proc.stdin.write(json.dumps(where).encode() + b"\n")
-                proc.stdin.flush()
-                line = proc.stdout.readline()  # waits without the interpreter
-                answer = json.loads(line) if line else None
-            except (OSError, ValueError):
-                answer = None
-                line = b""
-            if not line:  # the child ended (killed, or a bug): no more look-ups
-                self._close_locked()
-                return None
+        helper = self._helper
+        if helper is None:
+            return None
+        try:
+            reply = helper.call(f"{__name__}:answer", json.dumps(dict(self._request, where=where)).encode(),
+                                cancel=self._closing)  # waits on the pipe, without the interpreter
+            answer = json.loads(reply)
+        except (HelperError, ValueError):  # the child ended (killed, or a bug): no more look-ups
+            self.close()
+            return None
         if isinstance(answer, list) and len(answer) == 2 and all(type(x) is int for x in answer):
             return answer[0], answer[1]
         return None
 
     def close(self) -> None:
         """End the child (a look-up under way in it is given up)."""
-        proc = self._proc
-        if proc is not None:
-            try:
-                proc.kill()  # before the lock: a look-up may be waiting on it
-            except OSError:
-                pass
-        with self._lock:
-            self._close_locked()
-
-    def _close_locked(self) -> None:
-        proc, self._proc = self._proc, None
-        if proc is None:
-            return
-        try:
-            proc.kill()
-            proc.wait(timeout=5)
-        except (OSError, subprocess.TimeoutExpired):
-            pass
-        for f in (proc.stdin, proc.stdout):
-            try:
-                if f is not None:
-                    f.close()
-            except OSError:
-                pass
+        self._closing.set()  # a look-up waiting on the child stops, and the child is killed
+        helper, self._helper = self._helper, None
+        if helper is not None:
+            helper.close()
 
 
-def _serve(path: str, offset: int, length: int, unique_keys: bool) -> None:
+_LOCATOR: tuple[tuple, object] | None = None
+"""In the child: the manifest's (path, offset, length, unique) and its Locator, made on the first request."""
+
+
+def answer(payload: bytes) -> bytes:
+    """In the child: the span of one request's ``where`` (``[start, end]`` or ``null``), as JSON."""
+    global _LOCATOR
     from ..format.manifest_locate import Locator
 
-    with open(path, "rb") as f:
-        f.seek(offset)
-        data = f.read(length)
-    locator = Locator(data, unique_keys=unique_keys)
-    out = sys.stdout.buffer
-    for line in sys.stdin.buffer:
-        try:
-            where = json.loads(line)
-            found = locator.nearest(where) if isinstance(where, str) else None
-        except Exception:  # a hostile manifest or path: no answer, never a crash
-            found = None
-        out.write(json.dumps([found[0], found[1]] if found else None).encode() + b"\n")
-        out.flush()
-
-
-if __name__ == "__main__":
+    req = json.loads(payload)
+    key = (req["path"], req["offset"], req["length"], req["unique"])
+    if _LOCATOR is None or _LOCATOR[0] != key:
+        with open(req["path"], "rb") as f:
+            f.seek(req["offset"])
+            data = f.read(req["length"])
+        _LOCATOR = (key, Locator(data, unique_keys=bool(req["unique"])))
+    where = req.get("where")
     try:
-        _serve(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4] == "1")
-    except (KeyboardInterrupt, BrokenPipeError):
-        pass
+        found = _LOCATOR[1].nearest(where) if isinstance(where, str) else None
+    except Exception:  # a hostile manifest or path: no answer, never a failed request
+        found = None
+    return json.dumps([found[0], found[1]] if found else None).encode()
