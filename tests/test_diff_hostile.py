@@ -108,6 +108,37 @@ def test_library_diff_with_a_valid_file(name):
         assert r.not_compared == []
 
 
+OTHER_FORMATS = sorted([*(HOSTILE / "ort").glob("*.ort"), *(ROOT / "testdata" / "external").glob("*/*.onnx")])
+"""The .ort hostile corpus and the ONNX external-data cases (broken offsets, lengths, locations...)."""
+
+
+@pytest.mark.parametrize("path", OTHER_FORMATS, ids=[f"{p.parent.name}/{p.name}" for p in OTHER_FORMATS])
+def test_library_diff_of_other_formats_with_itself(path):
+    """Diagnose-mode .ort and ONNX files: the diff finishes; a tensor not compared names a problem of its file
+    when the file has one about it (else what its own facts show: Malformed/InvalidModel/Unsupported at it)."""
+    doc = _open(path)
+    if doc.model is None:
+        with pytest.raises(FormatError) as ei:
+            staged(doc, _open(path))
+        assert ei.value.problem == doc.problems[0]
+        return
+    r, da, db = _diff(path, path)
+    assert r.equal and r.differences == []
+    for nc in r.not_compared:
+        assert _kw(nc.a) == _kw(nc.b)
+        assert nc.a in da.problems or nc.a.where.startswith(nc.a_ref.where)
+
+
+VALID = sorted(p for p in (ROOT / "testdata" / "valid").iterdir() if p.suffix in (".onemodel", ".onnx", ".ort"))
+
+
+@pytest.mark.parametrize("path", VALID, ids=[p.name for p in VALID])
+def test_valid_files_have_every_tensor_compared(path):
+    """The size checks never leave out a tensor of a valid file (OneModel, ONNX inline and external)."""
+    r, da, _ = _diff(path, path)
+    assert da.problems == [] and r.equal and r.not_compared == []
+
+
 def test_count_2pow60_is_not_compared_rather_than_looped():
     """Regression: a tensor of 2^60 elements (Unsupported-count-2pow60) had a 2^60-byte length and no bytes;
     compare_tensors made one stretch per 48 MiB segment of it and never finished."""
