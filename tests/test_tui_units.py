@@ -79,11 +79,15 @@ def test_opset_version_default_domain_aliases():
     assert opset_version(m, None, "y") is None
 
 
-def _doc_with_tensors(spans: list[tuple[int, int]]) -> Document:
-    """A OneModel-like document of 64 + 64 + data bytes with tensors at the given (data offset, length)."""
+def _doc_with_tensors(spans: list[tuple[int, int]], poke: dict[int, int] | None = None) -> Document:
+    """A OneModel-like document of 64 + 64 + data bytes with tensors at the given (data offset, length);
+    ``poke``: file offset -> byte value (the other bytes are zero)."""
     data_len = max((o + n for o, n in spans), default=0) + 64
     size = 128 + data_len
-    storage = BytesStorage(bytes(size))
+    raw = bytearray(size)
+    for off, value in (poke or {}).items():
+        raw[off] = value
+    storage = BytesStorage(bytes(raw))
     tensors = tuple(Tensor(f"t{i}", 2, (n,), offset=o, length=n, file_offset=128 + o, storage=storage,
                            where=f"manifest.graph.initializers[{i}]") for i, (o, n) in enumerate(spans))
     model = Model(ir_version=8, graph=Graph("g", initializers=tensors, where="manifest.graph"))
@@ -111,23 +115,31 @@ def test_bytemap_owner_gap_padding_and_sharing():
     assert bm.label_at_line(128, 144) == "▶ t0"
 
 
-def test_layout_extents_report_gaps_overlaps_and_nonzero_padding():
-    from onemodel_viewer.tui.layout_screen import compute_extents
+def test_layout_rows_of_a_onemodel_file_are_the_analysis_layout():
+    """The layout screen had a sweep of its own over the viewer's byte map (compute_extents), a second
+    answer to analysis.layout's question: it called the bytes between two tensors a gap ("alignment
+    padding") where analysis.layout and --check call them padding. A OneModel file's rows are the
+    analysis layout's, non-zero padding and overlaps included."""
+    from onemodel_viewer.analysis.layout import layout
+    from onemodel_viewer.tui.layout_screen import from_analysis
 
-    doc = _doc_with_tensors([(0, 16), (64, 32), (64, 8)])
-    raw = bytearray(doc.storage.read(0, doc.size))
-    raw[120] = 7  # non-zero padding byte
-    raw[128 + 30] = 1  # non-zero byte in a gap
-    storage = BytesStorage(bytes(raw))
-    ext = compute_extents(ByteMap(doc), storage)
-    by_kind = {}
-    for e in ext:
-        by_kind.setdefault(e.kind, []).append(e)
-    assert "NON-ZERO byte at 0x78" in by_kind["padding"][0].note
-    gaps = by_kind["gap"]
-    assert (gaps[0].start, gaps[0].end) == (144, 192) and "NON-ZERO byte at 0x9e" in gaps[0].note
-    assert [(e.start, e.end) for e in by_kind["overlap"]] == [(192, 200)]
-    assert [e.name for e in by_kind["tensor"]] == ["t0", "t2", "t1"]  # by start, then end
+    doc = _doc_with_tensors([(0, 16), (64, 32), (64, 8)], poke={120: 7, 128 + 30: 1})
+    rows = from_analysis(doc)
+    lay = layout(doc)
+    assert [(r.start, r.end, r.kind) for r in rows] == [(e.start, e.end, e.kind) for e in lay.extents]
+    got = {(r.start, r.end): (r.kind, r.name, r.note) for r in rows}
+    assert got[(104, 128)] == ("padding", "", "NON-ZERO bytes")
+    assert got[(144, 192)] == ("padding", "", "NON-ZERO bytes (after t0)")
+    assert got[(192, 200)] == ("overlap", "t2, t1", "shared by 2 tensors")
+    assert [r.name for r in rows if r.kind == "tensor"] == ["t0", "t1"]
+
+
+def test_layout_rows_of_an_onnx_file_are_the_byte_map_regions():
+    from onemodel_viewer.tui.layout_screen import from_bytemap
+
+    with omf.open(ROOT / "testdata" / "valid" / "attributes.onnx", mode="diagnose") as doc:
+        assert [(r.start, r.end, r.kind, r.name) for r in from_bytemap(ByteMap(doc))] == [
+            (0, doc.size, "onnx", "onnx protobuf")]
 
 
 def test_entry_covers_respects_boundaries_and_chunks():

@@ -137,8 +137,6 @@ class OneModelApp(BackgroundWork, SearchActions, InsightActions, EditActions, Ap
         """The map of the document's own file."""
         self.maps: FileMaps | None = None
         """That map and the maps of the document's external data files (the hex and detail panes share them)."""
-        self._hex_storage: Storage | None = None
-        """The document's own file, as the hex pane shows it."""
         self._counts: tuple[Document, int, int] | None = None
         """(document, tensors, nodes) shown in the info bar."""
         self._first_screen_shown = False
@@ -227,7 +225,7 @@ class OneModelApp(BackgroundWork, SearchActions, InsightActions, EditActions, Ap
             if node is not None and roots[0].expandable:
                 tree.populate(node)
                 node.expand()
-        self._hex_storage = storage = self.maps.file_storage()
+        storage = self.maps.file_storage()
         self._watch_storage(doc, storage)
         hexv.set_document_file(storage, self.maps, header=doc.header)
         self.query_one(StatsPanel).clear_cache()
@@ -495,7 +493,7 @@ class OneModelApp(BackgroundWork, SearchActions, InsightActions, EditActions, Ap
 
         from .layout_screen import LayoutScreen
 
-        self.push_screen(LayoutScreen(self.bytemap, self._hex_storage, self.document), done)
+        self.push_screen(LayoutScreen(self.bytemap, self.document), done)
 
     def load_document(self, doc: Document) -> None:
         """Show another document (the old one is closed)."""

@@ -2,10 +2,10 @@
 gaps no tensor owns, overlaps, non-zero padding and bytes past the data region.
 
 For OneModel files the extents are :func:`onemodel_viewer.analysis.layout.layout`'s (the
-project's one byte map, also behind ``--check``'s findings); other sources fall back to
-:func:`compute_extents` over the viewer's :class:`ByteMap`. Either way they are computed in
-a thread worker (checking padding and gaps for non-zero bytes reads them, cancellable);
-choosing a row returns ``(start, length)``.
+project's one byte map, also behind ``--check``'s findings); other files list the regions of the
+viewer's :class:`ByteMap` (:func:`from_bytemap`). They are computed in a thread worker (checking
+padding and gaps for non-zero bytes reads them, cancellable); choosing a row returns
+``(start, length)``.
 
 An ONNX file with external data lists each weights file after the ``.onnx``'s own extents: a
 ``file`` row (location, size, tensors, owned/unowned bytes, alignment) and the file's extents
@@ -31,7 +31,6 @@ from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, Static
 
 from ..format.errors import FormatError
-from ..format.storage import Storage
 from .bytemap import ByteMap
 from .safe import human_size, safe_text
 
@@ -52,23 +51,6 @@ class Row:
     """The weights file (location) the extent is in; None: the model's own file."""
     tensor: Any = None
     """A tensor stored in ``file`` (what the viewer needs to show that file)."""
-
-
-def _nonzero(storage: Storage | None, start: int, end: int) -> int | None:
-    """Offset of the first non-zero byte in ``[start, end)``, None if all zero (chunked reads)."""
-    if storage is None:
-        return None
-    import numpy as np
-
-    pos = start
-    while pos < end:
-        n = min(end - pos, 8 << 20)
-        v = storage.view(pos, n)
-        nz = np.flatnonzero(v)
-        if nz.size:
-            return pos + int(nz[0])
-        pos += n
-    return None
 
 
 def from_analysis(doc, cancel=None) -> list[Row]:
@@ -96,38 +78,10 @@ def from_analysis(doc, cancel=None) -> list[Row]:
     return out
 
 
-def compute_extents(bm: ByteMap, storage: Storage | None) -> list[Row]:
-    """Every extent of the file in offset order (pure; reads only padding and gap bytes)."""
-    out: list[Row] = []
-    data = None
-    for r in bm.base:
-        if r.kind == "data":
-            data = r
-            continue
-        note = ""
-        if r.kind == "padding":
-            nz = _nonzero(storage, r.start, r.end)
-            note = f"NON-ZERO byte at 0x{nz:x}" if nz is not None else "zero"
-        out.append(Row(r.start, r.end, r.kind, r.name, note))
-    if data is not None:
-        covered = data.start
-        for t in bm.tensors:
-            if t.start > covered:
-                nz = _nonzero(storage, covered, t.start)
-                note = "alignment padding" if t.start - covered < 64 and t.start % 64 == 0 else "unowned"
-                if nz is not None:
-                    note += f", NON-ZERO byte at 0x{nz:x}"
-                out.append(Row(covered, t.start, "gap", "", note))
-            if t.start < covered:
-                out.append(Row(t.start, min(covered, t.end), "overlap", t.name, "shares bytes with an earlier tensor"))
-            note = "" if t.start % 64 == 0 else "NOT 64-aligned"
-            out.append(Row(t.start, t.end, "tensor", t.name, note))
-            covered = max(covered, t.end)
-        if covered < data.end:
-            nz = _nonzero(storage, covered, data.end)
-            out.append(Row(covered, data.end, "gap", "", "after the last tensor" + (f", NON-ZERO byte at 0x{nz:x}" if nz is not None else "")))
-    out.sort(key=lambda e: (e.start, e.kind != "tensor"))
-    return out
+def from_bytemap(bm: ByteMap) -> list[Row]:
+    """Rows of any other file (an ONNX file, bytes of no known format): the regions of the viewer's byte
+    map (a OneModel file's extents are :func:`from_analysis`'s, an ``.ort`` file's :func:`from_ort`'s)."""
+    return [Row(r.start, r.end, r.kind, r.name) for r in bm.base]
 
 
 def from_external(doc, cancel=None) -> list[Row]:
@@ -206,10 +160,9 @@ class LayoutScreen(ModalScreen[Any]):
     LayoutScreen > DataTable { height: 1fr; }
     """
 
-    def __init__(self, bytemap: ByteMap, storage: Storage | None, document=None) -> None:
+    def __init__(self, bytemap: ByteMap, document=None) -> None:
         super().__init__()
         self.bytemap = bytemap
-        self.storage = storage
         self.document = document
         self.extents: list[Row] | None = None
         self._cancel = threading.Event()
@@ -234,7 +187,7 @@ class LayoutScreen(ModalScreen[Any]):
             elif doc is not None and doc.source == "ort":
                 ext = from_ort(doc, cancel=self._cancel)
             else:
-                ext = compute_extents(self.bytemap, self.storage)
+                ext = from_bytemap(self.bytemap)
                 if doc is not None and doc.source == "onnx" and doc.external_files:
                     ext += from_external(doc, cancel=self._cancel)
             err = None
