@@ -248,18 +248,19 @@ def test_cli_json_with_itself_and_a_valid_file(name, capsys):
             continue
         j = json.loads(out)
         want = _expected(name)
+        first = _open(path).problems[:1]
         assert j["complete"] is (want is None)
         for side, is_it in zip("ab", sides):
             got = j["problems"][side]
             if is_it and want is not None:
-                assert (got[0]["kind"], got[0]["where"]) == want
+                assert (got[0]["kind"], got[0]["where"], got[0]["offset"]) == (*want, first[0].offset)
             else:
                 assert got == []
         for nc in j["not_compared"]:
             for side, is_it in zip("ab", sides):
                 assert (nc[side] is not None) is is_it
                 if is_it:
-                    assert (nc[side]["kind"], nc[side]["where"]) == want
+                    assert (nc[side]["kind"], nc[side]["where"], nc[side]["offset"]) == (*want, first[0].offset)
         if want is None:
             assert rc == (0 if j["equal"] else 1)
 
