@@ -273,3 +273,20 @@ def test_cli_summary_with_a_valid_file(name, capsys):
     if out and want is not None:
         assert "over the sound parts" in out
         assert f"problem {want[0]} at {_shown(want[1])}" in out
+
+
+def test_installed_entry_point_on_a_broken_file():
+    """The real entry point (``python -m onemodel_viewer``, which ends with ``os._exit``): exit 2, the JSON on
+    stdout with the broken side's problem, one line on stderr, no traceback."""
+    import subprocess
+    import sys
+
+    path = HOSTILE / "Malformed-range-offset-past-data.onemodel"
+    p = subprocess.run([sys.executable, "-m", "onemodel_viewer", "--diff", str(path), str(BASE), "--json"],
+                       capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert p.returncode == 2
+    assert "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 1
+    j = json.loads(p.stdout)
+    assert j["complete"] is False and j["equal"] is True and j["problems"]["b"] == []
+    assert [(n["where"], n["a"]["kind"], n["a"]["where"], n["a"]["offset"], n["b"]) for n in j["not_compared"]] == [
+        ('graph.initializers["w"]', "Malformed", "manifest.graph.initializers[0].data", 4352, None)]
