@@ -87,7 +87,7 @@ def test_queries_under_a_long_tensor_look_at_few_tensors():
     spans = [(0, 64 * n)] + [(64 * k + 8, 8) for k in range(n)]
     doc = doc_with(spans)
     bm = ByteMap(doc)
-    bm.tensors = _CountedList(bm.tensors)
+    bm.spans.tensors = _CountedList(bm.spans.tensors)  # what every query reads its tensors from
     mid = DO + 64 * (n // 2)
     _CountedList.visits = 0
     runs = bm.runs(mid, mid + 16)  # one hex line: a gap under t0, then a small tensor

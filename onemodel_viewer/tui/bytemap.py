@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import bisect
 import os
-from functools import cached_property
 
 from ..analysis.spans import Span
 from ..analysis.tensor_spans import TensorSpans, in_file
@@ -97,16 +96,6 @@ class ByteMap:
         self._base_starts = [r.start for r in base]
         self.spans = spans
         """The tensors' byte ranges (the one sharing computation)."""
-
-    def _span(self, i: int) -> Span:
-        sp = self.spans
-        t = sp.tensors[i]
-        return Span(sp.starts[i], sp.ends[i], "tensor", (t.name,), (t.where,), owners=1)
-
-    @cached_property
-    def tensors(self) -> list[Span]:
-        """A span per tensor, in start order (made on first use: the queries read :attr:`spans`)."""
-        return [self._span(i) for i in range(len(self.spans))]
 
     def base_at(self, offset: int) -> Span | None:
         i = bisect.bisect_right(self._base_starts, offset) - 1
