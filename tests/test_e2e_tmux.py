@@ -270,6 +270,21 @@ def test_e2e_diff_mode_help_goto_bytes_search(tmux_factory):
     t.wait_for("__EXITED__ 0")
 
 
+def test_e2e_diff_mode_on_a_broken_file(tmux_factory):
+    """Diff mode refused a broken file (strict open): the installed command now compares its sound parts, marks
+    the tensor it cannot read ``?``, and ``p`` lists the broken file's problem."""
+    a = need(HOSTILE / "Unsupported-count-2pow60.onemodel")
+    t = tmux_factory("--diff", a, need(HOSTILE / "valid-base.onemodel"))
+    t.wait_for("over the sound parts only")
+    t.keys("p")
+    screen = t.wait_for("enter: go to")  # the problems screen's title
+    assert "1 problem," in screen and "manifest.graph.initializers[1]" in screen
+    t.keys("Escape")
+    t.wait_until(lambda s: "enter: go to" not in s, "the problems closed")
+    t.keys("q")
+    t.wait_for("__EXITED__ 0")
+
+
 def test_e2e_ort_file_version_provider_and_layout(tmux_factory):
     """The installed command on an .ort file: its format version, the ONNX Runtime group, a node's execution
     provider and its table in the hex pane, the layout screen's payload row with its alignment."""
