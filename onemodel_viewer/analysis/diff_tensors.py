@@ -33,7 +33,6 @@ No UI here; cancellation is a plain ``threading.Event``.
 from __future__ import annotations
 
 import math
-import mmap
 import threading
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass
@@ -43,6 +42,7 @@ import numpy as np
 
 from ..format.dtypes import DTYPES, DataType, DType, decode
 from ..format.schema import Tensor
+from .diff_pages import check_files, flush, release
 from .diff_result import DiffCancelled, json_number
 from .diff_skip import check_sizes
 
@@ -222,13 +222,15 @@ class _Scratch(threading.local):
 _scratch = _Scratch()
 
 
-def _dot(x: np.ndarray, y: np.ndarray) -> float:
-    """Σ x·y of two float32 vectors: float32 dot products of :data:`ROW` elements (einsum, not BLAS: see
-    the module docstring; ~0.2 ns per element, vecdot's sdot ~0.13), added in float64."""
+def _dot(x: np.ndarray, y: np.ndarray | None = None) -> float:
+    """Σ x·y (``y`` None: Σ x) of float32 vectors: float32 sums of :data:`ROW` products (einsum, not BLAS: see
+    the module docstring; ~0.2 ns per element, vecdot's sdot ~0.13; Σ x ~0.08, np.add.reduce ~0.16), added
+    in float64."""
     k = x.size - x.size % ROW
-    s = float(np.einsum("ij,ij->i", x[:k].reshape(-1, ROW), y[:k].reshape(-1, ROW)).sum(dtype=np.float64)) if k else 0.0
+    rows = (x[:k].reshape(-1, ROW),) if y is None else (x[:k].reshape(-1, ROW), y[:k].reshape(-1, ROW))
+    s = float(np.einsum("ij->i" if y is None else "ij,ij->i", *rows).sum(dtype=np.float64)) if k else 0.0
     if k < x.size:
-        s += float(np.add.reduce(x[k:].astype(np.float64) * y[k:]))
+        s += float(np.add.reduce(x[k:].astype(np.float64) * (1 if y is None else y[k:])))
     return s
 
 
@@ -286,7 +288,7 @@ def _float_fast(xa: np.ndarray, xb: np.ndarray, equal: bool, hi: float, st: _Sum
     st.bb += bb
     st.ab += ab
     st.dd += dd
-    st.abs += float(np.add.reduce(d, dtype=np.float32))
+    st.abs += _dot(d)
     st.finite += n
     np.divide(d, mag, out=mag)  # 0/0 (both zero) is NaN, which fmax skips
     rel = float(np.fmax.reduce(mag)) if n else 0.0
@@ -374,26 +376,6 @@ def _slice(ra: np.ndarray, rb: np.ndarray, elem0: int, n: int, info: DType, st: 
 # ---------------------------------------------------------------------------- byte ranges
 
 
-_PAGE = mmap.PAGESIZE
-
-
-def _release(t: Tensor, start: int, end: int) -> None:
-    """Drop the mapped pages of bytes ``[start, end)`` of ``t`` from this process once compared: the page
-    cache keeps them, the RSS stays bounded (two 4 GiB files would leave 8 GiB of mapped pages in it)."""
-    if t.storage is None or t.file_offset is None:
-        return
-    buf = t.storage.buffer()
-    if not isinstance(buf, mmap.mmap) or not hasattr(buf, "madvise"):
-        return
-    lo = (t.file_offset + start) // _PAGE * _PAGE
-    hi = min(t.file_offset + end, len(buf))
-    if hi > lo:
-        try:
-            buf.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
-        except (OSError, ValueError, AttributeError):  # not supported here: only the RSS figure suffers
-            pass
-
-
 def _elements(a: Tensor, b: Tensor, ra: np.ndarray, rb: np.ndarray, start: int, end: int, info: DType | None,
               st: _Sums, changed: bool) -> None:
     """Element passes over bytes ``[start, end)`` (chunk-aligned), :data:`SLICE` elements at a time."""
@@ -408,8 +390,13 @@ def _elements(a: Tensor, b: Tensor, ra: np.ndarray, rb: np.ndarray, start: int, 
         _slice(ra[lo:hi], rb[lo:hi], e, n, info, st, changed)
 
 
+_PROBE = 64 << 10
+"""Bytes compared first in a stretch: when they differ (a fine-tune), no uint64 pass over the whole chunk."""
+
+
 def _stretch(a: Tensor, b: Tensor, start: int, end: int, cancel: threading.Event | None) -> _Sums:
-    """Compare bytes ``[start, end)`` of a tensor pair (a multiple of :data:`CHUNK` from the start)."""
+    """Compare bytes ``[start, end)`` of a tensor pair (a multiple of :data:`CHUNK` from the start); the
+    caller checks the files before and after (one ``stat`` per run of small tensors, not two per tensor)."""
     info = DTYPES.get(a.dtype)
     ra, rb = a.raw(), b.raw()
     st = _Sums()
@@ -418,13 +405,14 @@ def _stretch(a: Tensor, b: Tensor, start: int, end: int, cancel: threading.Event
         for c0 in range(start, end, CHUNK):
             if cancel is not None and cancel.is_set():
                 raise DiffCancelled()
-            for t in (a, b):
-                if t.storage is not None:
-                    t.storage.check()
+            if c0 != start:
+                check_files(((a, b),))
             c1 = min(c0 + CHUNK, end)
             ca, cb = ra[c0:c1], rb[c0:c1]
             size = c1 - c0
             if st.differing:  # known to differ: the element pass sees equal slices itself
+                same = False
+            elif c0 == start and size > _PROBE and not np.array_equal(ca[:_PROBE].view(np.uint64), cb[:_PROBE].view(np.uint64)):
                 same = False
             elif size % 8 == 0:
                 same = bool(np.equal(ca.view(np.uint64), cb.view(np.uint64), out=eq[: size // 8]).all())
@@ -434,8 +422,8 @@ def _stretch(a: Tensor, b: Tensor, start: int, end: int, cancel: threading.Event
                 st.unsummed.append((c0, c1))
             else:
                 _elements(a, b, ra, rb, c0, c1, info, st, changed=True)
-            _release(a, c0, c1)
-            _release(b, c0, c1)
+            release(a, c0, c1)
+            release(b, c0, c1)
             st.done += size
     return st
 
@@ -452,14 +440,18 @@ def _finish(a: Tensor, b: Tensor, st: _Sums, cancel: threading.Event | None) -> 
                 if cancel is not None and cancel.is_set():
                     raise DiffCancelled()
                 _elements(a, b, ra, rb, c0, c1, info, st, changed=True)
-                _release(a, c0, c1)
+                release(a, c0, c1)
+        flush()
     return DataDelta(a.count, st.differing, st.first or 0, st.a_first, st.b_first, bool(info and info.is_float),
                      st.max_abs, st.max_rel, st.nonfinite, st.finite, st.aa, st.bb, st.ab, st.dd, st.abs)
 
 
 def compare_data(a: Tensor, b: Tensor, cancel: threading.Event | None = None) -> DataDelta | None:
     """Compare the data of two tensors of one (non-string) dtype and shape; ``None`` when equal."""
+    check_files(((a, b),))
     st = _stretch(a, b, 0, min(a.length, b.length), cancel)
+    flush()
+    check_files(((a, b),))  # a file changed while it was read: its pages may have read as zeros
     return _finish(a, b, st, cancel)
 
 
@@ -499,11 +491,17 @@ def compare_tensors(
 
     def run(unit: list[tuple[int, int, int]]) -> list[tuple[int, int, _Sums]]:
         out = []
-        for i, s, e in unit:
-            if stop.is_set():
-                raise DiffCancelled()
-            a, b = pairs[i]
-            out.append((i, s, _stretch(a, b, s, e, stop)))
+        mine = [pairs[i] for i, _, _ in unit]
+        check_files(mine)
+        try:
+            for i, s, e in unit:
+                if stop.is_set():
+                    raise DiffCancelled()
+                a, b = pairs[i]
+                out.append((i, s, _stretch(a, b, s, e, stop)))
+        finally:
+            flush()
+        check_files(mine)  # a file changed while it was read: its pages may have read as zeros
         return out
 
     done = 0
@@ -549,7 +547,7 @@ def _norm(t: Tensor, cancel: threading.Event | None) -> float:
                 raise DiffCancelled()
             c1 = min(c0 + CHUNK, t.length)
             _elements(t, t, raw, raw, c0, c1, info, st, changed=True)
-            _release(t, c0, c1)
+            release(t, c0, c1)
     return st.aa
 
 
