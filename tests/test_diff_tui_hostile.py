@@ -64,13 +64,18 @@ async def test_diff_viewer_on_hostile_files(a, b, entry, problem):
                 got = node.not_compared.a
                 assert (got.kind.value, got.where, got.offset) == problem
                 tree = app.query_one(DiffTree)
-                assert tree.reveal(node)
+                # nothing else differs: the first selection is that entry
                 await _until(pilot, lambda: app.current_entry is node, "the entry shown")
-                assert tree.cursor_node.label.plain.startswith("? ")
+                assert tree.cursor_node.data is node and tree.cursor_node.label.plain.startswith("? ")
                 lines = app.query_one(DetailPane).plain_lines()
                 assert lines[0].startswith("? not compared")
                 kind, where, offset = problem
                 assert any(f"A  {kind} at {where} (offset {offset})" in line for line in lines)
+                await pilot.press("f")  # only the differences: the entry stays, n comes back to it
+                await _until(pilot, lambda: tree.only_differences, "only differences")
+                assert tree.reveal(node)
+                await pilot.press("n")
+                await _until(pilot, lambda: tree.cursor_node is not None and tree.cursor_node.data is node, "n")
         await pilot.press("p")
         await _until(pilot, lambda: isinstance(app.screen, ProblemsScreen), "the problems screen")
         screen = app.screen

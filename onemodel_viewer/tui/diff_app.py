@@ -54,10 +54,11 @@ from .stats_panel import StatsPanel
 
 
 def differing_entries(result: DiffResult | None) -> list[DiffNode]:
-    """The entries of ``result`` that are added, removed or have differences, in tree order."""
+    """The entries of ``result`` that are added, removed, have differences or were not compared, in tree order."""
     if result is None or not result.root:
         return []
-    return [n for n in result.root.walk() if n.status in (ADDED, REMOVED) or n.differences]
+    return [n for n in result.root.walk()
+            if n.status in (ADDED, REMOVED) or n.differences or n.not_compared is not None]
 
 class StatusBar(Static):
     """The two files and the verdict, as tall as its text wraps to. An auto height went stale: a

@@ -1,7 +1,8 @@
 """The diff tree: one tree over both models, each entry marked equal/added/removed/changed.
 
 Built lazily from the :class:`~..analysis.diff.DiffNode` tree: an entry's children are made
-when it is expanded (or revealed). With ``only_differences`` set, equal entries are hidden.
+when it is expanded (or revealed). With ``only_differences`` set, equal entries are hidden (not
+those that are or hold a tensor not compared, marked ``?``).
 Labels are :class:`rich.text.Text` (names from the files go through ``safe_text``).
 """
 
@@ -101,15 +102,23 @@ class DiffTree(Tree[DiffNode]):
         self._node_of: dict[int, TreeNode[DiffNode]] = {}
         self._loaded: set[int] = set()
         self._up: dict[int, DiffNode] = {}
+        self._holds_unknown: set[int] = set()
+        """Entries that are, or hold, a tensor not compared: shown with only the differences too."""
 
     def set_root(self, root: DiffNode | None) -> None:
         """Show the children of ``root`` (the result of a diff)."""
         self._root_entry = root
         self._up.clear()
+        self._holds_unknown.clear()
         if root is not None:
             for n in root.walk():
                 for c in n.children:
                     self._up[id(c)] = n
+                if n.not_compared is not None:
+                    up: DiffNode | None = n
+                    while up is not None and id(up) not in self._holds_unknown:
+                        self._holds_unknown.add(id(up))
+                        up = self._up.get(id(up))
         self._rebuild()
 
     def refresh_entries(self, entries) -> None:
@@ -132,7 +141,7 @@ class DiffTree(Tree[DiffNode]):
         kids = [c for c in dn.children if not _empty_group(c)]
         if not self.only_differences:
             return kids
-        return [c for c in kids if c.status != EQUAL]
+        return [c for c in kids if c.status != EQUAL or id(c) in self._holds_unknown]
 
     def _rebuild(self) -> None:
         self.clear()
@@ -145,7 +154,7 @@ class DiffTree(Tree[DiffNode]):
         self.root.expand()
         # open the top level (model, graph, functions) so the first screen shows something
         for child in list(self.root.children):
-            if child.data is not None and child.data.status != EQUAL:
+            if child.data is not None and (child.data.status != EQUAL or id(child.data) in self._holds_unknown):
                 self._populate(child)
                 child.expand()
 
