@@ -13,11 +13,14 @@ Called from another thread, each function here does nothing.
 * :func:`freeze_gc` — the viewer, once its first screen is up and its background job done
   (``tui/background.py``): everything alive then (the
   model, the widgets) lives until exit; freezing keeps it out of every later collection.
+* :func:`favour_ui_thread` — while the viewer's background job runs: a 1 ms switch interval (the
+  default 5 ms is how long the UI thread may wait for the interpreter each time it let go of it).
 """
 
 from __future__ import annotations
 
 import gc
+import sys
 import threading
 from contextlib import contextmanager
 from typing import Iterator
@@ -62,3 +65,9 @@ def freeze_gc() -> None:
     if _main_thread():
         gc.freeze()
         gc.enable()
+
+
+def favour_ui_thread(on: bool) -> None:
+    """A 1 ms switch interval (``on``), or back to the default 5 ms."""
+    if _main_thread():
+        sys.setswitchinterval(0.001 if on else 0.005)

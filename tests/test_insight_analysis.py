@@ -346,6 +346,18 @@ def test_shape_inference_into_subgraphs():
     assert str(inf.of(then_g, "one")) == "float[4]"  # a Constant's output inside the then branch
 
 
+def test_shape_inference_skipped_over_max_nodes(models):
+    """The viewer caps inference (``max_nodes``): on 10^6 nodes the proto's serialization and parse
+    held the interpreter ~0.9 s each, freezing the UI thread; a graph at the cap still runs."""
+    doc = opened(models["constant_weights"])
+    n = len(doc.model.graph.nodes)
+    inf = shapes.infer_types(doc.model, max_nodes=n - 1)
+    assert inf.skipped == f"not run on {n:,} nodes (more than {n - 1:,})"
+    assert inf.error == "" and inf.of(doc.model.graph, "mm0") is None
+    ran = shapes.infer_types(doc.model, max_nodes=n)
+    assert ran.skipped == "" and str(ran.of(doc.model.graph, "mm0")) == "float[1,64]"
+
+
 def test_shape_inference_never_raises_on_broken_models():
     from onemodel_viewer.format.schema import Graph, Model
 

@@ -289,10 +289,10 @@ async def test_selection_comes_back_after_the_facts_of_the_reread_graph(tmp_path
     computed_on = []
     real = Facts._compute
 
-    def slow(self, graph):
+    def slow(self, graph, *args):
         computed_on.append(threading.current_thread() is threading.main_thread())
         time.sleep(0.3)  # a big graph's facts: long enough for the first frame to pass
-        return real(self, graph)
+        return real(self, graph, *args)
 
     monkeypatch.setattr(Facts, "_compute", slow)
     app = make_app(str(path))

@@ -130,7 +130,10 @@ def count_graph(g: Graph, counts: ParamCounts | None = None, cancel: threading.E
             c.add_tensor(t, "initializer")
         for s in cur.sparse_initializers:
             c.add_sparse(s, "sparse")
-        for n in cur.nodes:  # every node: a Constant's value_float is a number, not built early by the reader
+        for i, n in enumerate(cur.nodes):  # every node: a Constant's value_float is a number, not built early by the reader
+            if cancel is not None and not i & 4095 and cancel.is_set():  # every 4,096 nodes too
+                c.complete = False
+                return c.finish() if counts is None else c
             if not n.attributes:
                 continue
             _count_node(n, c)

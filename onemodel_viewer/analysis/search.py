@@ -65,14 +65,17 @@ class SearchIndex:
         self._graph(m.graph)
 
     def _graph(self, g) -> None:
-        if self._cancel is not None and self._cancel.is_set():  # once per graph: the loops stay lean
+        if self._cancel is not None and self._cancel.is_set():  # once per graph and per 4,096 nodes
             return
         add = self.items.append
         for t in g.initializers:
             add((t.name.lower(), t.where, f"tensor {t.name}"))
         for v in g.inputs:
             add((v.name.lower(), v.where, f"value {v.name}"))
-        for n in g.nodes:
+        cancel = self._cancel
+        for i, n in enumerate(g.nodes):
+            if cancel is not None and not i & 4095 and cancel.is_set():  # every 4,096 nodes too
+                return
             add((f"{n.op} {n.name} {' '.join(n.outputs)}".lower(), n.where, node_description(n)))
             for a in n.attributes:
                 for sub in a.graphs():

@@ -17,10 +17,13 @@ from ..format.dtypes import AttrType
 from ..format.schema import Graph, Model, Node, NodeList, SparseTensor, Tensor, Type
 from ..helper_process import HelperProcess
 
-__all__ = ["INLINE_BYTES", "Inferred", "infer_types", "inference_helper", "infer_serialized", "weightless_proto", "constant_output_type", "type_from_proto"]
+__all__ = ["INLINE_BYTES", "VIEWER_MAX_NODES", "Inferred", "infer_types", "inference_helper", "infer_serialized", "weightless_proto", "constant_output_type", "type_from_proto"]
 
 INLINE_BYTES = 1024
 """Tensors up to this many bytes keep their bytes in the proto (shape inference reads small constants)."""
+VIEWER_MAX_NODES = 50_000
+"""The viewer's ``max_nodes`` (the LLM bench models: ~10,000 nodes): the proto's serialization and parse
+are single calls holding the interpreter, its UI thread's too (10^6 nodes: ~0.9 s each)."""
 
 
 @dataclass(slots=True)
@@ -34,6 +37,8 @@ class Inferred:
     graphs: dict[int, Graph] = field(default_factory=dict)
     error: str = ""
     """Why inference gave nothing (empty when it ran)."""
+    skipped: str = ""
+    """Why inference was not run (``max_nodes``), empty when it was."""
     _types: dict[tuple[int, str], Type | None] = field(default_factory=dict)
 
     def of(self, g: Graph, name: str) -> Type | None:
@@ -178,13 +183,19 @@ def _infer_in_helper(mp, cancel: threading.Event | None):
     return onnx.ModelProto.FromString(out)
 
 
-def infer_types(model: Model, cancel: threading.Event | None = None, *, isolate: bool = False) -> Inferred:
+def infer_types(model: Model, cancel: threading.Event | None = None, *, isolate: bool = False,
+                max_nodes: int | None = None) -> Inferred:
     """Run ONNX shape inference on ``model`` without its weights; never raises (the error is kept).
 
     ``isolate``: run onnx's inference in the helper process (:func:`inference_helper`; the viewer
-    does: it holds the GIL throughout, so in a thread it would stop the UI thread).
+    does: it holds the GIL throughout, so in a thread it would stop the UI thread). ``max_nodes``:
+    not run (:attr:`Inferred.skipped` says so) on a main graph of more nodes.
     """
     out = Inferred()
+    n = len(model.graph.nodes)
+    if max_nodes is not None and n > max_nodes:
+        out.skipped = f"not run on {n:,} nodes (more than {max_nodes:,})"
+        return out
     try:
         from onnx import shape_inference
 

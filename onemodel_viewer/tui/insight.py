@@ -1,9 +1,9 @@
 """Model insight for the viewer: used-by, parameter counts and inferred types, computed off the UI thread.
 
-:class:`Insight` belongs to one document. Its work runs in a worker thread (the viewer's background
-job, after the first screen; or a thread of its own on the first request) that builds, one after the other, the used-by map of
-the whole model (``analysis/usedby.py``), the parameter counts (``analysis/params.py``) and
-ONNX shape inference (``analysis/shapes.py``); each result is posted back with
+:class:`Insight` belongs to one document. Its work runs in a worker thread (the viewer's background job, after the
+first screen; or a thread of its own on the first request) that builds, one after the other, the used-by map of the
+whole model (``analysis/usedby.py``), the parameter counts (``analysis/params.py``) and ONNX shape inference
+(``analysis/shapes.py``, not on graphs over ``VIEWER_MAX_NODES``); each result is posted back with
 ``call_from_thread`` and the detail pane is redrawn. Until a result is there the detail pane
 says it is being computed; the UI never waits for it.
 
@@ -73,9 +73,8 @@ class Insight:
         """step -> message, when a step failed (diagnose-mode leftovers): shown, never raised."""
         self._started = False
         self.held = held
-        """True: :meth:`start` does nothing, the work waits for :meth:`run` (the viewer's background
-        job runs it after its first screen, one task after the other: a second busy thread made the
-        first screen and the key presses wait for the interpreter)."""
+        """True: :meth:`start` does nothing, the work waits for :meth:`run` (the viewer's background job runs it after
+        its first screen, one task after the other: a second busy thread made the first screen and keys wait)."""
         self.cancel = threading.Event()
 
     # ------------------------------------------------------------------ the worker
@@ -87,11 +86,12 @@ class Insight:
         self.app.run_worker(self._work, thread=True, group="insight", exclusive=False, exit_on_error=False,
                             name="insight")
 
-    def run(self) -> None:
-        """Do the work now, in the calling worker thread (once: nothing if it has started)."""
+    def run(self, cancel: threading.Event | None = None) -> None:
+        """Do the work now, in the calling worker thread (once); ``cancel``, if given, becomes :attr:`cancel`."""
         if self._started or self.doc.model is None:
             return
         self._started = True
+        self.cancel = cancel if cancel is not None else self.cancel
         self._work()
 
     def _work(self) -> None:
@@ -134,8 +134,8 @@ class Insight:
         return count_model(model, self.cancel), per
 
     def _infer(self, model) -> Inferred:
-        from ..analysis.shapes import infer_types
-        inf = infer_types(model, self.cancel, isolate=True)  # onnx's C++ would hold the GIL, freezing the UI
+        from ..analysis.shapes import VIEWER_MAX_NODES, infer_types
+        inf = infer_types(model, self.cancel, isolate=True, max_nodes=VIEWER_MAX_NODES)  # onnx's C++ would hold the GIL
         inf.names(model.graph)  # index the main graph's types here, not on the UI thread
         return inf
 
@@ -167,8 +167,8 @@ class Insight:
 
     def direct_uses(self, g: Graph, name: str) -> list[Use]:
         from ..analysis.usedby import Use
-        f = self.facts.of(g)
-        return [Use(g.nodes[i], g, None, 0) for i in f.consumers.get(name, ())]
+        f = self.facts.quick(g)  # a big graph's facts still being computed: none yet, never a wait
+        return [] if f is None else [Use(g.nodes[i], g, None, 0) for i in f.consumers.get(name, ())]
 
     def infer_type(self, g: Graph | None, name: str) -> tuple[Type | None, str]:
         """(type, how) for a value without a declared type: ``constant`` or ``inferred``; (None, "")."""
@@ -243,8 +243,8 @@ class Insight:
         elif "inferred" in self.errors:
             t.append("shape inference failed: ", style="yellow")
             t.append_text(safe_text(self.errors["inferred"], limit=120))
-        else:
-            t.append("(shape inference gives no type)", style="dim")
+        else:  # inference ran (or was skipped on a big graph)
+            t.append(f"shape inference {self.inferred.skipped}" if self.inferred.skipped else "(shape inference gives no type)", style="dim")
         return t, None
 
     def _used_by_lines(self, g: Graph, name: str, *, inner_only: bool = False) -> list[tuple[Text, Any]]:
