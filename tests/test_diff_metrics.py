@@ -450,3 +450,60 @@ def test_small_tensors_release_their_pages_in_batches(tmp_path, monkeypatch):
     finally:
         sa.close()
         sb.close()
+
+
+# ---------------------------------------------------------------------------- early comparison (--json, --summary)
+
+
+def _early_models():
+    rng = np.random.default_rng(12)
+    w = rng.standard_normal((40, 30)).astype(np.float16)
+    k = rng.standard_normal(100).astype(np.float32)
+    same = np.arange(64, dtype=np.int64)
+    a = model(tensor("w", w, 10), tensor("k", k, 1), tensor("same", same, 7), tensor("dup", k, 1),
+              tensor("dup", k, 1), tensor("shape", k, 1), tensor("gone", k, 1))
+    b = model(tensor("w", w * np.float16(1.01), 10), tensor("k", k, 1), tensor("same", same, 7),
+              tensor("dup", k * 2, 1), tensor("dup", k, 1), tensor("shape", k.reshape(10, 10), 1),
+              tensor("new", k, 1))
+    return a, b
+
+
+def test_early_comparison_gives_the_result_of_the_staged_one(monkeypatch):
+    """The bytes of the initializers that pair by name, dtype and dims are compared while the structure is
+    matched (the CLI): the result is the one the two stages give, and those pairs are not compared twice."""
+    from onemodel_viewer.analysis import diff_early
+
+    ma, mb = _early_models()
+    plain = D.StagedDiff(ma, mb).compare_data()
+    compared: list[list[str]] = []
+    real = diff_early.compare_tensors
+
+    def counting(pairs, **kw):
+        compared.append([a.name for a, _ in pairs])
+        return real(pairs, **kw)
+
+    monkeypatch.setattr(diff_early, "compare_tensors", counting)
+    later: list[list[str]] = []
+    staged_compare = D.compare_tensors
+    monkeypatch.setattr(D, "compare_tensors", lambda pairs, **kw: (later.append([a.name for a, _ in pairs]),
+                                                                    staged_compare(pairs, **kw))[1])
+    early = D.StagedDiff(ma, mb, early=True).compare_data()
+    assert compared == [["w", "k", "same"]]  # unique names, same dtype and dims: the guesses
+    # names repeat, so the initializers are matched by position: "gone" with "new", left to the comparison proper
+    assert later == [["dup", "dup", "gone"]]
+    assert [d.as_json() for d in early.differences] == [d.as_json() for d in plain.differences]
+    assert early.totals == plain.totals and early.equal is plain.equal is False
+
+
+def test_early_comparison_that_fails_leaves_the_error_to_the_comparison_proper(monkeypatch):
+    """A file that changes on disk under the early comparison is reported by the comparison proper (the early
+    one's error is dropped, never half its results)."""
+    from onemodel_viewer.format.errors import FormatError, Kind
+
+    ma, mb = _early_models()
+    w = next(t for t in mb.graph.initializers if t.name == "w")
+    object.__setattr__(w, "storage", _Changing(bytes(w.storage.buffer())))
+    w.storage.changed = True
+    with pytest.raises(FormatError) as e:
+        D.StagedDiff(ma, mb, early=True).compare_data()
+    assert e.value.kind == Kind.IO
