@@ -96,6 +96,14 @@ async def test_edit_header_field_marks_problem_and_undo_redo(model):
         assert not app.document.problems
         assert [p.where for p in app.edit_change["disappeared"]] == ["header.flags"]
         assert any(lab.startswith("- gone: Unsupported header.flags") for lab in tree_labels(app))
+        # fitted to a narrow tree, the gone problem keeps its kind and the start of its where (it was
+        # one dim run, cut whole: "- gone: …")
+        from onemodel_viewer.tui.safe import fit_text
+
+        tree = app.query_one(StructureTree)
+        group = tree.node_for(next(e for e in tree.roots if e.key == "problems"))
+        gone = next(c.label for c in group.children if c.label.plain.startswith("- gone"))
+        assert fit_text(gone, 34).plain.startswith("- gone: Unsupported header.f")
         await pilot.press("ctrl+y")
         await settle(pilot)
         assert problem_keys(app.document) == {(Kind.UNSUPPORTED, "header.flags")}

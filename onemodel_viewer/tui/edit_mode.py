@@ -361,7 +361,11 @@ class EditActions:
                 out.append(e)
             for p in gone:
                 e = factory.problem_entry(p)
-                e.label = Text("- gone: ", style="bold green") + Text(e.label.plain, style="dim strike")
+                # struck through in the problem's own styles: one dim run (the look of a count) was
+                # dropped whole from a narrow tree ("- gone: …")
+                gone_label = e.label.copy()
+                gone_label.stylize("strike")
+                e.label = Text("- gone: ", style="bold green") + gone_label
                 out.append(e)
             return out
 
