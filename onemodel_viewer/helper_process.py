@@ -39,8 +39,8 @@ __all__ = ["HelperError", "HelperProcess", "serve"]
 
 _HEAD = struct.Struct("<BQ")
 _PACKAGE_ROOT = str(Path(__file__).resolve().parent.parent)
-_CHILD = (f"import sys; sys.path.insert(0, {_PACKAGE_ROOT!r}); from onemodel_viewer.helper_process import serve; "
-          "serve(sys.argv[1:])")
+_CHILD = (f"import os, sys; sys.path.insert(0, {_PACKAGE_ROOT!r}); from onemodel_viewer.helper_process import serve; "
+          "int(sys.argv[1]) and os.nice(int(sys.argv[1])); serve(sys.argv[2:])")
 
 
 class HelperError(RuntimeError):
@@ -50,9 +50,11 @@ class HelperError(RuntimeError):
 class HelperProcess:
     """A reusable child process for :meth:`call` (thread-safe, one request at a time)."""
 
-    def __init__(self, preload: tuple[str, ...] = ()) -> None:
+    def __init__(self, preload: tuple[str, ...] = (), *, nice: int = 0) -> None:
         self.preload = preload
         """Modules the child imports as soon as it starts (while the parent goes on)."""
+        self.nice = nice
+        """Added to the child's nice value (its CPU priority lowered: background work for the viewer)."""
         self._proc: subprocess.Popen | None = None
         self._lock = threading.Lock()
         self._closed = False
@@ -111,7 +113,7 @@ class HelperProcess:
         if self._closed:
             raise HelperError("the helper process is closed")
         if self._proc is None or self._proc.poll() is not None:
-            self._proc = subprocess.Popen([sys.executable, "-c", _CHILD, *self.preload], stdin=subprocess.PIPE,
+            self._proc = subprocess.Popen([sys.executable, "-c", _CHILD, str(self.nice), *self.preload], stdin=subprocess.PIPE,
                                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                           start_new_session=True, close_fds=True)
         return self._proc

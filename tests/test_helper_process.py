@@ -123,3 +123,16 @@ def test_preloaded_modules_are_imported_before_the_first_request(tmp_path, monke
         assert h.call("helperfns:loaded", b"this_module_is_not_loaded") == b"False"
     finally:
         h.close()
+
+
+def test_a_niced_child_runs_at_a_lower_cpu_priority(tmp_path, monkeypatch):
+    """``nice``: the viewer's look-up and inference children step back for its UI thread (the look-up
+    child's first request decodes a 139 MB manifest on 10^6 nodes while the user moves through the tree)."""
+    (tmp_path / "helperfns.py").write_text(FUNCTIONS + "\ndef niceness(b):\n    return str(os.nice(0)).encode()\n")
+    monkeypatch.chdir(tmp_path)
+    for nice in (0, 7):
+        h = HelperProcess(nice=nice)
+        try:
+            assert int(h.call("helperfns:niceness", b"")) == min(19, os.nice(0) + nice)
+        finally:
+            h.close()

@@ -170,7 +170,7 @@ def inference_helper() -> HelperProcess:
     global _HELPER
     with _HELPER_LOCK:
         if _HELPER is None:
-            _HELPER = HelperProcess(preload=("onnx.onnx_cpp2py_export", __name__))
+            _HELPER = HelperProcess(preload=("onnx.onnx_cpp2py_export", __name__), nice=10)  # background work
         return _HELPER
 
 

@@ -21,7 +21,10 @@ import threading
 
 from ..helper_process import HelperError, HelperProcess
 
-__all__ = ["LocateChild", "answer"]
+__all__ = ["LocateChild", "NICE", "answer"]
+
+NICE = 10
+"""The look-up child's nice value, relative to the viewer's."""
 
 
 class LocateChild:
@@ -30,7 +33,9 @@ class LocateChild:
     def __init__(self, path: str, offset: int, length: int, unique_keys: bool) -> None:
         self._request = {"path": path, "offset": offset, "length": length, "unique": unique_keys}
         self._closing = threading.Event()
-        self._helper: HelperProcess | None = HelperProcess()
+        # niced: its first look-up decodes the whole manifest (10^6 nodes: seconds of CPU), while the
+        # user moves through the tree (2 cores: the UI thread was waiting for one)
+        self._helper: HelperProcess | None = HelperProcess(nice=NICE)
         self._helper.start()  # the child starts (and imports) while the first request is being made
 
     @property
