@@ -349,9 +349,9 @@ def _slow_facts(monkeypatch, seconds: float) -> None:
 
     real = Facts._compute
 
-    def slow(self, graph):
+    def slow(self, graph, *args):
         time.sleep(seconds)
-        return real(self, graph)
+        return real(self, graph, *args)
 
     monkeypatch.setattr(Facts, "_compute", slow)
 
