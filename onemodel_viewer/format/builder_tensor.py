@@ -333,8 +333,6 @@ class TensorBuilder:
                 )
                 good = False
         if good and do is not None and self.storage is not None:
-            return Tensor(
-                name=name, dtype=dtype, dims=dims, doc=doc, offset=offset, length=length,
-                file_offset=do + offset, storage=self.storage, where=w,
-            )
+            # positional: 10 keywords cost ~1 µs a record (10^5 initializers: ~0.1 s)
+            return Tensor(name, dtype, dims, doc, offset, length, do + offset, self.storage, None, w)
         return Tensor(name=name, dtype=dtype, dims=dims, doc=doc, offset=offset, length=length, where=w)

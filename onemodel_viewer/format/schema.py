@@ -235,6 +235,39 @@ class Node:
     where: str = ""
 
 
+@dataclass(frozen=True, slots=True, eq=False)
+class NodeColumns:
+    """What the reading rules (:mod:`.rules`) read of a graph's nodes, without their records."""
+
+    inputs: Sequence[Sequence[str]]
+    """Each node's inputs, as stored."""
+    outputs: Sequence[Sequence[str]]
+    """Each node's outputs, as stored."""
+    domains: Sequence[str]
+    """Each node's domain."""
+    defined: set[str]
+    """Every output name of every node."""
+    output_count: int
+    """How many outputs the nodes have in all (``len(defined)`` when no name repeats)."""
+    read_early: set[str]
+    """Every input name that no earlier node defines as an output (``""`` included)."""
+
+
+def node_columns(inputs: Sequence[Sequence[str]], outputs: Sequence[Sequence[str]], domains: Sequence[str]) -> NodeColumns:
+    """The :class:`NodeColumns` of nodes with these inputs, outputs and domains, in stored order
+    (:func:`.builder.plain_nodes` takes the same steps inside its own pass over the nodes)."""
+    defined: set[str] = set()
+    read_early: set[str] = set()
+    count = 0
+    for ins, outs in zip(inputs, outputs):
+        for x in ins:
+            if x not in defined:
+                read_early.add(x)
+        defined.update(outs)
+        count += len(outs)
+    return NodeColumns(inputs, outputs, domains, defined, count, read_early)
+
+
 class NodeList(Sequence):
     """A graph's nodes, built when the list is first read.
 
@@ -246,15 +279,15 @@ class NodeList(Sequence):
 
     Reads like the tuple it stands for: ``len``, indexing, slicing (a tuple), iteration,
     ``==`` with a tuple or another list, ``hash``, ``+``. Thread-safe: each record is built
-    once. ``columns`` (for the reader's name resolution: each node's inputs, outputs and
-    domain as stored) is set until the records are built.
+    once. ``columns`` (a :class:`NodeColumns`, for the reader's name resolution) is set until
+    the records are built.
     """
 
     __slots__ = ("_n", "_items", "_make_one", "_built", "_where", "columns", "_lock")
 
     def __init__(
         self, n: int, make_one: Callable[[int], "Node"], built: dict[int, "Node"], where: str,
-        columns: tuple[Sequence, Sequence, Sequence] | None = None,
+        columns: NodeColumns | None = None,
     ) -> None:
         self._n = n
         self._items: tuple[Node, ...] | None = None
