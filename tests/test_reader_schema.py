@@ -12,7 +12,7 @@ import pytest
 from onemodel_viewer.format.dtypes import DTYPES, AttrType, encode
 from onemodel_viewer.format.errors import FormatError, Kind
 from onemodel_viewer.format.reader import open_path
-from onemodel_viewer.format.schema import Graph, SparseTensor, Tensor, Type
+from onemodel_viewer.format.schema import Attribute, Graph, Node, SparseTensor, Tensor, Type, ValueInfo
 
 from test_reader_util import align, graph, model, node, pack, tensor, write
 
@@ -330,3 +330,32 @@ def test_missing_field_offset_points_at_the_enclosing_object(tmp_path):
 
 def test_attribute_type_enum_matches_spec_codes():
     assert [AttrType(i).name for i in (1, 5, 10, 14)] == ["FLOAT", "GRAPH", "GRAPHS", "TYPE_PROTOS"]
+
+
+@pytest.mark.parametrize("cls", [Type, ValueInfo, Tensor, Attribute, Node])
+def test_records_built_through_their_slots_are_the_dataclass_records(cls):
+    """``schema.direct_init`` replaces the generated ``__init__`` of the records the reader builds by the
+    thousand: the same signature, defaults, field values and frozenness as the frozen dataclass."""
+    import dataclasses
+    import inspect
+
+    twin = dataclasses.dataclass(frozen=True)(type(cls.__name__, (), {
+        "__annotations__": {f.name: f.type for f in dataclasses.fields(cls)},
+        **{f.name: f.default for f in dataclasses.fields(cls) if f.default is not dataclasses.MISSING},
+    }))
+    def params(c):
+        return [(p.name, p.kind, p.default) for p in inspect.signature(c).parameters.values()]
+
+    assert params(cls) == params(twin)
+    names = [f.name for f in dataclasses.fields(cls)]
+    values = [object() for _ in names]
+    by_position, by_keyword = cls(*values), cls(**dict(zip(names, values)))
+    for n, v in zip(names, values):
+        assert getattr(by_position, n) is v and getattr(by_keyword, n) is v
+    required = [f.name for f in dataclasses.fields(cls) if f.default is dataclasses.MISSING]
+    plain = cls(*values[: len(required)])
+    assert [getattr(plain, n) for n in names] == [getattr(twin(*values[: len(required)]), n) for n in names]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        setattr(plain, names[0], 1)
+    with pytest.raises(TypeError):
+        cls(*values, 1)
