@@ -455,42 +455,44 @@ def test_small_tensors_release_their_pages_in_batches(tmp_path, monkeypatch):
 # ---------------------------------------------------------------------------- early comparison (--json, --summary)
 
 
-def _early_models():
+def _early_models(dup: bool = False):
     rng = np.random.default_rng(12)
     w = rng.standard_normal((40, 30)).astype(np.float16)
     k = rng.standard_normal(100).astype(np.float32)
     same = np.arange(64, dtype=np.int64)
-    a = model(tensor("w", w, 10), tensor("k", k, 1), tensor("same", same, 7), tensor("dup", k, 1),
-              tensor("dup", k, 1), tensor("shape", k, 1), tensor("gone", k, 1))
-    b = model(tensor("w", w * np.float16(1.01), 10), tensor("k", k, 1), tensor("same", same, 7),
-              tensor("dup", k * 2, 1), tensor("dup", k, 1), tensor("shape", k.reshape(10, 10), 1),
-              tensor("new", k, 1))
-    return a, b
+    a = [tensor("w", w, 10), tensor("k", k, 1), tensor("same", same, 7), tensor("shape", k, 1), tensor("gone", k, 1)]
+    b = [tensor("w", w * np.float16(1.01), 10), tensor("k", k, 1), tensor("same", same, 7),
+         tensor("shape", k.reshape(10, 10), 1), tensor("new", k * 2, 1)]
+    if dup:
+        a.append(tensor("k", k, 1))
+        b.append(tensor("k", k * 2, 1))
+    return model(*a), model(*b)
 
 
-def test_early_comparison_gives_the_result_of_the_staged_one(monkeypatch):
+@pytest.mark.parametrize("dup, guessed, after", [
+    (False, ["w", "k", "same"], []),
+    # a repeated name: the initializers are matched by position, nothing is guessed
+    (True, [], ["w", "k", "same", "gone", "k"]),
+])
+def test_early_comparison_gives_the_result_of_the_staged_one(monkeypatch, dup, guessed, after):
     """The bytes of the initializers that pair by name, dtype and dims are compared while the structure is
     matched (the CLI): the result is the one the two stages give, and those pairs are not compared twice."""
     from onemodel_viewer.analysis import diff_early
 
-    ma, mb = _early_models()
+    ma, mb = _early_models(dup)
     plain = D.StagedDiff(ma, mb).compare_data()
-    compared: list[list[str]] = []
-    real = diff_early.compare_tensors
 
-    def counting(pairs, **kw):
-        compared.append([a.name for a, _ in pairs])
-        return real(pairs, **kw)
+    def counting(module, into):
+        real = module.compare_tensors
+        monkeypatch.setattr(module, "compare_tensors", lambda pairs, **kw: (into.extend(a.name for a, _ in pairs),
+                                                                           real(pairs, **kw))[1])
 
-    monkeypatch.setattr(diff_early, "compare_tensors", counting)
-    later: list[list[str]] = []
-    staged_compare = D.compare_tensors
-    monkeypatch.setattr(D, "compare_tensors", lambda pairs, **kw: (later.append([a.name for a, _ in pairs]),
-                                                                    staged_compare(pairs, **kw))[1])
+    early_names: list[str] = []
+    later_names: list[str] = []
+    counting(diff_early, early_names)
+    counting(D, later_names)
     early = D.StagedDiff(ma, mb, early=True).compare_data()
-    assert compared == [["w", "k", "same"]]  # unique names, same dtype and dims: the guesses
-    # names repeat, so the initializers are matched by position: "gone" with "new", left to the comparison proper
-    assert later == [["dup", "dup", "gone"]]
+    assert (early_names, later_names) == (guessed, after)
     assert [d.as_json() for d in early.differences] == [d.as_json() for d in plain.differences]
     assert early.totals == plain.totals and early.equal is plain.equal is False
 

@@ -22,16 +22,14 @@ __all__ = ["EarlyComparison"]
 
 
 def _guessed_pairs(ma: Model, mb: Model) -> list[tuple[Tensor, Tensor]]:
-    """Initializers of one unique name, dtype and dims in both graphs, with all their bytes."""
-    def by_name(ts: Sequence[Tensor]) -> dict[str, Tensor]:
-        seen: dict[str, Tensor | None] = {}
-        for t in ts:
-            seen[t.name] = None if t.name in seen else t
-        return {k: t for k, t in seen.items() if t is not None}
-
-    ib = by_name(mb.graph.initializers)
+    """Initializers of one name, dtype and dims in both graphs, with all their bytes; none when a name is
+    empty or repeated (the matching then pairs initializers by position: the guesses would be wasted)."""
+    ia = {t.name: t for t in ma.graph.initializers}
+    ib = {t.name: t for t in mb.graph.initializers}
+    if "" in ia or "" in ib or len(ia) < len(ma.graph.initializers) or len(ib) < len(mb.graph.initializers):
+        return []
     out = []
-    for name, a in by_name(ma.graph.initializers).items():
+    for name, a in ia.items():
         b = ib.get(name)
         if (b is not None and a.dtype == b.dtype and a.dtype != STRING and tuple(a.dims) == tuple(b.dims)
                 and bytes_problem(a) is None and bytes_problem(b) is None):
