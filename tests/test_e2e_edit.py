@@ -83,9 +83,9 @@ def test_e2e_edit_header_and_manifest_recheck_undo_list_save_as(tmux_factory, tm
     t.keys("1", literal=True)
     t.wait_until(lambda s: _input_holds(s, "1"), "the typed value")
     t.keys("Enter")
-    screen = t.wait_until(lambda s: "EDITED 1 edit +1 -0 problems" in _info_bar(s), "the re-check of edit 1")
-    screen = t.wait_for("+ Unsupported header.flags")  # the problem that appeared, marked in the tree
-    assert "problems (1)  +1 -0" in screen
+    t.wait_until(lambda s: "EDITED 1 edit +1 -0 problems" in _info_bar(s), "the re-check of edit 1")
+    # the problem that appeared, marked in the tree
+    t.wait_until(lambda s: "+ Unsupported header.flags" in s and "problems (1)  +1 -0" in s, "the problem marked")
     t.wait_for("value   1 (0x1)")  # the selection kept: the field, with its new value
 
     # a manifest value: the graph's first input, as JSON, renamed
@@ -110,9 +110,9 @@ def test_e2e_edit_header_and_manifest_recheck_undo_list_save_as(tmux_factory, tm
             continue
     t.wait_until(replaced, "the typed value")
     t.keys("C-s")
-    screen = t.wait_until(lambda s: "EDITED 2 edits +2 -0 problems" in _info_bar(s), "the re-check of edit 2")
-    screen = t.wait_until(lambda s: s.count("+ InvalidModel manifest.graph.nodes") == 2, "two undefined inputs marked")
-    assert "problems (3)  +2 -0" in screen
+    t.wait_until(lambda s: "EDITED 2 edits +2 -0 problems" in _info_bar(s), "the re-check of edit 2")
+    t.wait_until(lambda s: s.count("+ InvalidModel manifest.graph.nodes") == 2 and "problems (3)  +2 -0" in s,
+                 "two undefined inputs marked")
     t.wait_for("renamed_ids int64[batch,seq]")  # the tree on the edited file, the selection put back
     t.wait_for("used by   no node")  # on the renamed input
 
@@ -124,10 +124,10 @@ def test_e2e_edit_header_and_manifest_recheck_undo_list_save_as(tmux_factory, tm
 
     # the edit list: the edit left, the one undone, the --patch command
     t.keys("L")
-    screen = t.wait_for("1 edit (--patch syntax)")
+    command = "".join(f"onemodel-view --patch {model} m.edited.onemodel header.flags=1".split())  # (wrapped)
+    screen = t.wait_until(lambda s: "1 edit (--patch syntax)" in s and "y copy the command" in s, "the edit list")
     assert "1  header.flags=1" in screen and "undone" in screen and "renamed_ids" in screen
-    command = f"onemodel-view --patch {model} m.edited.onemodel header.flags=1"
-    assert _box_paragraph(screen, "the same file from the command line:") == "".join(command.split())  # (wrapped)
+    assert _box_paragraph(screen, "the same file from the command line:") == command
     t.keys("Escape")
     t.wait_until(lambda s: "--patch syntax" not in s, "the edit list closed")
 
@@ -141,10 +141,8 @@ def test_e2e_edit_header_and_manifest_recheck_undo_list_save_as(tmux_factory, tm
         t.keys(name, literal=True)
         t.wait_until(lambda s: _input_holds(s, name), "the typed path")
         t.keys("Enter")
-        screen = t.wait_for(expect)
-        if expect == "not saved: ":
-            assert "not saved: Io at destination: the destination is a file" in screen
-            assert _digest(model) == before
+        t.wait_for("not saved: Io at destination: the destination is a file" if expect == "not saved: " else expect)
+        assert _digest(model) == before
     out = tmp_path / "out.onemodel"
     assert out.exists()
     t.keys("q")
