@@ -23,8 +23,10 @@ between chunks, and reports progress. Three strategies, chosen by dtype:
 * **Two passes** for float32/float64, complex and 32/64-bit integers, each chunk cut
   into 1 MiB blocks so the several numpy passes over a block hit the cache. Pass 1
   (:mod:`.stats_kernel`) gives everything but the histogram: per block min, max, zeros, and
-  float64 BLAS-free sums merged across blocks with Chan et al.'s formula, so the figures are
-  float64-grade and the same on every machine whatever the OpenBLAS kernel. Pass 2 (needs
+  float64 BLAS-free sums merged one block at a time, in block order, with Chan et al.'s formula,
+  so the figures are float64-grade and the same bits on every machine whatever the OpenBLAS kernel
+  and the thread count (the blocks lie on a fixed grid of the tensor; chunks are whole blocks, sized
+  from the tensor alone: :func:`~.stats_chunks.unit_bytes`). Pass 2 (needs
   [min, max]; :mod:`.stats_bins`) only bins and counts. Chunks go to a small thread pool
   (:mod:`.stats_chunks`; numpy releases the GIL in these loops). ``histogram=False`` stops
   after pass 1.
@@ -76,7 +78,7 @@ from ..format.dtypes import DTYPES, STRING, DataType, DType, decode
 from ..format.errors import FormatError, Kind
 from . import stats_bins
 from .stats_bins import Binner, chunk_histogram
-from .stats_chunks import BLOCK_BYTES, MIN_UNIT_BYTES, PATTERN_UNIT_BYTES, Chunk, Driver, default_threads, scratch, split_chunks
+from .stats_chunks import BLOCK_BYTES, Chunk, Driver, default_threads, scratch, split_chunks, unit_bytes
 from .stats_kernel import Figures, chunk_figures, values
 from .stats_patterns import pattern_stats, small_stats
 from .tensor_stats import BINS, FIRST, Cancelled, TensorStats, format_floats, format_value
@@ -173,7 +175,8 @@ def compute_stats(
     chunks, so a file changed on disk raises ``FormatError(Io)``. A byte length that
     does not match dims and dtype raises ``FormatError(InvalidModel)``, an unknown
     dtype ``FormatError(Unsupported)``. ``threads`` (default: up to 2) workers share
-    the chunks of large tensors.
+    the chunks of large tensors; the figures are the same bits for any ``threads`` (and any
+    ``chunk_bytes`` of at least :data:`BLOCK_BYTES`).
 
     Where the histogram costs a pass of its own (float32/64, complex, wide integers; the
     bin counting is most of the time of those): ``histogram=False`` leaves it out (``()``,
@@ -210,12 +213,7 @@ def compute_stats(
     first = _first_values(raw, info, count)
     if count == 0:
         return TensorStats(count, info.code, None, None, None, None, 0, 0, 0, 0, 0, (), None, first)
-    unit = chunk_bytes
-    if threads > 1 and raw.size < 4 * threads * chunk_bytes:
-        # a tensor of a few chunks: finer work units so every thread gets some
-        least = PATTERN_UNIT_BYTES if info.bits <= 16 else MIN_UNIT_BYTES
-        unit = min(chunk_bytes, max(least, -(-raw.size // (4 * threads))))
-    chunks = split_chunks(info, count, raw.size, unit)
+    chunks = split_chunks(info, count, raw.size, unit_bytes(raw.size, chunk_bytes, info.bits))
     if info.bits <= 16 and count <= SMALL and raw.size <= chunk_bytes:
         stats = small_stats(raw, info, count, first)
         if progress is not None:
@@ -290,9 +288,10 @@ def _two_pass_stats(tensor, raw, info: DType, count, chunks, first, cancel, prog
     driver = Driver(tensor, cancel, progress, passes * raw.size, threads)
     fig = Figures()
     dirty: set[int] = set()
-    for c, f in zip(chunks, driver.map(functools.partial(chunk_figures, raw, info), chunks)):
-        fig.add_figures(f)
-        if f.dirty:
+    for c, parts in zip(chunks, driver.map(functools.partial(chunk_figures, raw, info), chunks)):
+        for b, f in parts:  # one block at a time, in block order: the same sums whatever ran each chunk
+            fig.add(f.n, f.s, f.m2, f.lo, f.hi, b, b, f.zeros, f.nan, f.posinf, f.neginf, f.dirty)
+        if any(f.dirty for _, f in parts):
             dirty.add(c.index)
     finite, lo, hi = fig.agg[0], fig.lo, fig.hi
     if finite == 0 or lo is None or hi is None:

@@ -21,11 +21,11 @@ if TYPE_CHECKING:  # pragma: no cover
 BLOCK_BYTES = 1 << 20
 """Work unit inside a chunk: several numpy passes over one block hit the cache, not RAM."""
 MIN_PARALLEL_CHUNKS = 2
-MIN_UNIT_BYTES = 512 << 10
-"""Smallest work unit handed to a worker thread."""
+UNITS = 8
+"""A tensor of fewer than this many chunks is cut into about this many work units (so threads share it)."""
 PATTERN_UNIT_BYTES = 2 << 20
-"""Same for pattern counts: each unit returns a 65,536-entry table (512 KiB) to zero and add, and on
-the loaded 2-core machine a second thread did not pay for itself below this (1–4 MiB float16 tensors)."""
+"""Smallest work unit of pattern counts: each unit returns a 65,536-entry table (512 KiB) to zero and add, and
+on the loaded 2-core machine a second thread did not pay for itself below this (1–4 MiB float16 tensors)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +57,26 @@ def split_chunks(info: DType, count: int, length: int, chunk_bytes: int) -> list
         out.append(Chunk(b0, b1, n, len(out)))
         e0 += n
     return out
+
+
+def unit_bytes(size: int, chunk_bytes: int, bits: int) -> int:
+    """Bytes per work unit (chunk) of a tensor of ``size`` bytes whose elements have ``bits`` bits.
+
+    A function of the tensor and ``chunk_bytes`` only, never of the thread count: ``chunk_bytes``, or
+    about ``size / UNITS`` for a tensor of fewer than :data:`UNITS` chunks (at least
+    :data:`PATTERN_UNIT_BYTES` for types of 16 bits or less, else one block). Units of the two-pass
+    types (more than 16 bits) are whole blocks once they reach one block: the blocks then lie on the
+    same :data:`BLOCK_BYTES` grid of the tensor for any ``chunk_bytes`` of at least a block, and the
+    figures, merged a block at a time in block order, keep the same bits.
+    """
+    if size >= UNITS * chunk_bytes:
+        unit = chunk_bytes
+    else:
+        least = PATTERN_UNIT_BYTES if bits <= 16 else BLOCK_BYTES
+        unit = min(chunk_bytes, max(least, -(-size // UNITS)))
+    if bits > 16 and unit >= BLOCK_BYTES:
+        unit -= unit % BLOCK_BYTES
+    return unit
 
 
 def blocks(info: DType, c: Chunk) -> list[Chunk]:
