@@ -6,7 +6,8 @@ mostly such tensors (1,044 float16 tensors of 288 KiB to 4.5 MiB in the benchmar
 tensors below :data:`ALONE_BYTES` are grouped into work units of about :data:`UNIT_BYTES` (whole tensors,
 in order) and the units run on the shared pool, one tensor per thread at a time; bigger tensors then
 run one after another, each spread over the threads as usual. The figures are those of
-``compute_stats`` for each tensor (same code, same chunking within a tensor). ``--stats`` (the
+``compute_stats`` for each tensor, to the bit (same code, and its chunks do not depend on the thread count:
+:func:`~.stats_chunks.unit_bytes`). ``--stats`` (the
 statistics of every tensor of a file, :mod:`onemodel_viewer.commands.stats`) runs on it.
 """
 
