@@ -129,3 +129,25 @@ def _gone(pid: int) -> bool:
             return True
         time.sleep(0.05)
     return False
+
+
+def test_a_look_up_waiting_for_the_previous_one_gives_up_when_superseded():
+    """Regression: a look-up waited for the one before it (the child's first one decodes the whole
+    manifest: seconds on 10^6 nodes) even after the selection moved on; the waiting threads held the
+    viewer's few worker threads, and the statistics and other workers queued behind them."""
+    with omf.open(str(VALID / "showcase.onemodel"), mode="diagnose") as doc:
+        spans_of = locate.ManifestSpans()
+        wanted = [True]
+        got: list = []
+        with spans_of._lock:  # a previous look-up under way
+            t = threading.Thread(target=lambda: got.append(
+                spans_of.span(doc, "manifest.graph", lambda: wanted[0], lambda: False)))
+            t.start()
+            t.join(0.3)
+            assert t.is_alive()  # still wanted: it waits its turn
+            wanted[0] = False  # the selection moved on
+            t.join(30)
+            assert not t.is_alive() and got == [None]
+        wanted[0] = True
+        assert spans_of.span(doc, "manifest.graph", lambda: True, lambda: False) is not None  # the lock was let go
+        spans_of.close()

@@ -13,7 +13,10 @@ from typing import Callable
 
 from ..format.document import Document
 
-__all__ = ["CHILD_BYTES", "ManifestSpans"]
+__all__ = ["CHILD_BYTES", "LOCK_POLL", "ManifestSpans"]
+
+LOCK_POLL = 0.05
+"""Seconds between two looks at whether a look-up waiting for the previous one is still wanted."""
 
 CHILD_BYTES = 4 << 20
 """Manifests larger than this (the 10^5-node bench model: 14 MB) are looked up in a child process: here, the copy and the decode of a
@@ -44,41 +47,48 @@ class ManifestSpans:
         if doc is None or doc.storage is None or doc.manifest_span is None:
             return None
         m0, mlen = doc.manifest_span
+        # a look-up superseded while it waits for the lock (the child's first one decodes the whole
+        # manifest: seconds on 10^6 nodes) gives up: each waiting look-up held one of the few worker
+        # threads, and once they were all taken the statistics and the other workers queued behind
+        while not self._lock.acquire(timeout=LOCK_POLL):
+            if cancelled() or not is_current():
+                return None
         try:
-            with self._lock:
-                if self._doc is not doc:
-                    mlen = max(0, min(mlen, doc.size - m0))
-                    # a diagnose open that parsed the manifest has looked for duplicate keys: with
-                    # none, a look-up may stop at the first match (no need to skip a whole graph)
-                    unique = (
-                        doc.mode == "diagnose" and doc.model is not None
-                        and not any(f.code == "duplicate-key" for f in doc.findings)
-                    )
-                    if self._child is not None:
-                        self._child.close()
-                    self._locator = self._child = None
-                    if mlen > CHILD_BYTES and doc.path:
-                        from .locate_child import LocateChild
-
-                        self._child = LocateChild(doc.path, m0, mlen, unique)
-                    else:
-                        from ..format.manifest_locate import Locator
-
-                        self._locator = Locator(doc.storage.read(m0, mlen), unique_keys=unique, background=True)
-                    self._doc = doc
-                if not is_current():
-                    return None  # the selection moved on while waiting
+            if self._doc is not doc:
+                mlen = max(0, min(mlen, doc.size - m0))
+                # a diagnose open that parsed the manifest has looked for duplicate keys: with
+                # none, a look-up may stop at the first match (no need to skip a whole graph)
+                unique = (
+                    doc.mode == "diagnose" and doc.model is not None
+                    and not any(f.code == "duplicate-key" for f in doc.findings)
+                )
                 if self._child is not None:
-                    found = self._child.span(where)
-                    return None if found is None else (m0 + found[0], found[1] - found[0])
-                locator = self._locator
+                    self._child.close()
+                self._locator = self._child = None
+                if mlen > CHILD_BYTES and doc.path:
+                    from .locate_child import LocateChild
 
-                def moved_on() -> bool:  # a thread cannot be stopped: the scan asks, now and then
-                    return cancelled() or not is_current()
+                    self._child = LocateChild(doc.path, m0, mlen, unique)
+                else:
+                    from ..format.manifest_locate import Locator
 
-                found = locator.nearest(where, cancelled=moved_on)
+                    self._locator = Locator(doc.storage.read(m0, mlen), unique_keys=unique, background=True)
+                self._doc = doc
+            if not is_current():
+                return None  # the selection moved on while waiting
+            if self._child is not None:
+                found = self._child.span(where)
+                return None if found is None else (m0 + found[0], found[1] - found[0])
+            locator = self._locator
+
+            def moved_on() -> bool:  # a thread cannot be stopped: the scan asks, now and then
+                return cancelled() or not is_current()
+
+            found = locator.nearest(where, cancelled=moved_on)
         except Exception:  # hostile manifest, changed file or a look-up given up: no highlight, never a crash
             return None
+        finally:
+            self._lock.release()
         if found is None:
             return None
         start, end, _path = found
