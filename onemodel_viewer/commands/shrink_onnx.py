@@ -5,12 +5,14 @@ The target is IN's first problem as ``--shrink`` defines it (:class:`~.shrink.Ta
 rejects it (``InvalidModel`` at ``onnx.checker``), a candidate must fail the checker with the same
 first line of message, numbers masked.
 
-Reductions, repeated until none applies or the time budget is spent, each re-tested: the elements
-of every repeated field (graph nodes, initializers, inputs, outputs, value_info, a node's
-attributes, subgraphs' contents, functions, opsets, metadata, a tensor's dims...) removed in halving
-chunks, last first (consumers go before their producers); a node input rewired to the graph's first
-input (so the producers in front of a failing node can go); ``doc_string`` and the producer fields
-cleared; a tensor's data cut to its first element when the tensor is not the target. Generic over the
+Reductions, repeated until none applies or the time budget is spent, each re-tested: first every
+tensor's data cut to one element (all at once, then halves of them; the target tensor's data halved
+while it still fails), so that the later tests write and read a small file; the elements of every
+repeated field (graph nodes, initializers, inputs, outputs, value_info, a node's attributes,
+subgraphs' contents, functions, opsets, metadata, a tensor's dims...) removed in halving chunks,
+last first (consumers go before their producers; the nodes that read what removed nodes made read
+the graph's first input instead); a node input rewired to the graph's first input (so the producers
+in front of a failing node can go); ``doc_string`` and the producer fields cleared. Generic over the
 protobuf descriptors, so nested graphs (If/Loop/Scan bodies) shrink like the main graph.
 
 External data: candidates are tested in a temporary folder holding sparse stand-ins (same size,
@@ -191,7 +193,8 @@ class OnnxShrinker:
     def run(self) -> None:
         changed = True
         while changed:
-            changed = self.lists() | self.rewire() | self.scalars() | self.tensors()
+            # tensors first: every later test then writes and reads a small file, not IN's weights
+            changed = self.tensors() | self.lists() | self.rewire() | self.scalars()
             self.log(f"{self.model.ByteSize()} bytes, {self.test.tests} tests")
 
     def lists(self) -> bool:
@@ -218,7 +221,10 @@ class OnnxShrinker:
                 lo = max(0, hi - size)
 
                 def cut(trial, lo=lo, hi=hi):
-                    field = getattr(_resolve(trial, path), name)
+                    owner = _resolve(trial, path)
+                    field = getattr(owner, name)
+                    if name == "node" and owner.DESCRIPTOR.name == "GraphProto":
+                        _rewire_removed(owner, lo, hi)
                     del field[lo:hi]
 
                 if self.attempt(cut):
@@ -272,32 +278,96 @@ class OnnxShrinker:
         return changed
 
     def tensors(self) -> bool:
-        """A tensor with more than one element: dims all 1 and one element of data."""
-        changed = False
-        for path, name in _repeated(self.model):
-            owner = _resolve(self.model, path)
-            if owner is None or owner.DESCRIPTOR.name != "TensorProto" or name != "dims":
-                continue
-            if len(owner.dims) == 0 or all(d == 1 for d in owner.dims) or owner.external_data:
-                continue
+        """Every tensor with more than one element of data: dims all 1 and one element, all at once,
+        then halves of them (delta debugging: a 10 MB model has hundreds of Constant tensors, a test
+        each took the whole time budget); a tensor that must keep its data (the target's length
+        mismatch) has it halved while it still fails like IN."""
+        paths = [path for path, name in _repeated(self.model) if name == "dims" or name.endswith("_data")]
+        paths = sorted({p for p in paths if self._is_big_tensor(p)}, key=paths.index)
+        return self._one_element(paths)
 
-            def one(trial, path=path):
+    def _is_big_tensor(self, path) -> bool:
+        t = _resolve(self.model, path)
+        if t is None or t.DESCRIPTOR.name != "TensorProto" or t.external_data:
+            return False
+        return _count(t.dims) > 1 or _data_len(t) > _width(t) or any(len(getattr(t, f)) > 1 for f in _TYPED)
+
+    def _one_element(self, paths: list) -> bool:
+        if not paths:
+            return False
+
+        def one(trial, paths=paths):
+            for path in paths:
                 t = _resolve(trial, path)
                 if t is None:
                     return False
-                width = len(t.raw_data) // max(1, _count(t.dims))
                 del t.dims[:]
                 t.dims.extend([1])
                 if t.raw_data:
-                    t.raw_data = t.raw_data[:width]
-                for f in ("float_data", "int32_data", "int64_data", "double_data", "uint64_data", "string_data"):
+                    t.raw_data = t.raw_data[:_width(t)]
+                for f in _TYPED:
                     values = getattr(t, f)
                     if len(values) > 1:
                         del values[1:]
-                return None
+            return None
 
-            changed |= self.attempt(one)
-        return changed
+        if self.attempt(one):
+            return True
+        if len(paths) == 1:
+            return self._halve_data(paths[0])
+        mid = len(paths) // 2
+        return self._one_element(paths[:mid]) | self._one_element(paths[mid:])
+
+    def _halve_data(self, path) -> bool:
+        """The raw_data of the tensor at ``path`` cut in half as long as that still fails like IN."""
+        changed = False
+        while True:
+            t = _resolve(self.model, path)
+            if t is None or len(t.raw_data) <= 1:
+                return changed
+
+            def half(trial):
+                u = _resolve(trial, path)
+                u.raw_data = u.raw_data[:len(u.raw_data) // 2]
+
+            if not self.attempt(half):
+                return changed
+            changed = True
+
+
+def _rewire_removed(graph, lo: int, hi: int) -> None:
+    """Before ``graph.node[lo:hi]`` go: the inputs of the other nodes that read what only those made
+    read the graph's first input instead, so that the candidate has no undefined input the removal
+    made (a cycle in the middle of 860 nodes: every removal in front of it was refused, and wiring
+    the inputs one test at a time took the whole time budget)."""
+    if not graph.input:
+        return
+    source = graph.input[0].name
+    kept = [n for i, n in enumerate(graph.node) if not lo <= i < hi]
+    made = {o for n in kept for o in n.output}
+    gone = {o for n in graph.node[lo:hi] for o in n.output if o and o not in made}
+    if not gone:
+        return
+    for n in kept:
+        for j, value in enumerate(n.input):
+            if value in gone:
+                n.input[j] = source
+
+
+_TYPED = ("float_data", "int32_data", "int64_data", "double_data", "uint64_data", "string_data")
+"""A TensorProto's typed data fields."""
+
+
+def _width(t) -> int:
+    """Bytes of one element of ``t`` in raw_data (sub-byte types: the byte holding the first)."""
+    from ..format.dtypes import by_code
+
+    dt = by_code(t.data_type)
+    return max(1, dt.byte_length(1)) if dt is not None and dt.bits else 1
+
+
+def _data_len(t) -> int:
+    return len(t.raw_data)
 
 
 def _count(dims) -> int:
