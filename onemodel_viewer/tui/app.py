@@ -332,7 +332,7 @@ class OneModelApp(BackgroundWork, SearchActions, InsightActions, EditActions, Ap
             hexv.goto(obj.offset, 1)
             return
         if self.document is not None and self.document.source == "ort":
-            from .ort_detail import ort_span  # imported for .ort files only (~50 ms at start, load ~7)
+            from .ort_detail import ort_span  # imported for .ort files only (~10-15 ms at start)
 
             span = ort_span(self.document, entry)  # an .ort record: its flatbuffer table
             if span is not None:

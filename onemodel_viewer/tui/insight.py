@@ -28,7 +28,7 @@ from ..format.schema import Function, Graph, Node, SparseTensor, Tensor, Type, V
 from .entries import Entry
 from .safe import human_size, safe_str, safe_text
 
-if TYPE_CHECKING:  # imported when used, not at start (there: ~45 ms of the imports, load ~7)
+if TYPE_CHECKING:  # imported when used, not at start (there: ~8 ms of the imports)
     from ..analysis.params import ParamCounts
     from ..analysis.shapes import Inferred
     from ..analysis.usedby import Use, UsedBy
