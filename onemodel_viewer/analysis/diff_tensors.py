@@ -548,6 +548,7 @@ def _norm(t: Tensor, cancel: threading.Event | None) -> float:
             c1 = min(c0 + CHUNK, t.length)
             _elements(t, t, raw, raw, c0, c1, info, st, changed=True)
             release(t, c0, c1)
+    flush()
     return st.aa
 
 
