@@ -111,7 +111,7 @@ def _run(a: str, b: str, as_json: bool, top: int, out: TextIO, err: TextIO) -> i
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="omv-findings") as pool:
             try:
                 # nothing is shown until the end: bytes compared while the structure is matched (1G twin: ~40%
-                # of them by then; at load 5-9 the whole-process gain was within the noise, 1.39-1.81x vs 1.74-2.0x)
+                # of them by then; benchmark at load 5-9: 1.39-2.0x with it, 1.86x without: within the noise)
                 st = staged(docs[0], docs[1], early=True)
                 found = pool.submit(lambda: [_findings(d, p) for d, p in zip(docs, parsed)])
                 result = st.compare_data()
