@@ -337,6 +337,9 @@ def test_dtype_beyond_int64(tmp_path):
 
 def test_negative_dim(tmp_path):
     assert t_err(tmp_path, tensor("w", 1, [2, -1], 0, 0))[:2] == (IV, "T.dims[1]")
+    # a bad dim after the count has passed 2^60 is reported, not the count
+    assert t_err(tmp_path, tensor("w", 1, [1 << 62, 1 << 62, -1], 0, 0))[:2] == (IV, "T.dims[2]")
+    assert t_err(tmp_path, tensor("w", 1, [1 << 62, 1 << 62, 1.5], 0, 0))[:2] == (Kind.MALFORMED, "T.dims[2]")
 
 
 def test_count_at_2_pow_60_unsupported(tmp_path):

@@ -204,30 +204,19 @@ class TensorBuilder:
         v = o.get("dims", ABSENT)
         if type(v) is list:
             dims = tuple(v)
-            ok = True
-            for d in dims:
-                if not (type(d) is int and 0 <= d <= I64_MAX):
-                    ok = False
-                    break
-            if not ok:
-                out = []
-                for i, d in enumerate(dims):
-                    dw = f"{w}.dims[{i}]"
-                    if type(d) is int and d < 0 and d >= I64_MIN:
-                        self.bad(Kind.INVALID_MODEL, dw, f"negative dimension {d}")
-                    elif self.int_ok(d, dw):
-                        out.append(d)
-                        continue
-                    out.append(0)
-                return tuple(out), None
-            if 0 in dims:
-                return dims, 0
+            # one loop checks each dim and multiplies while the count is below 2^60 (the product of
+            # 10^6 dims would be a huge integer); a 0 anywhere makes the count 0
             count = 1
             for d in dims:
-                count *= d
-                if count >= MAX_COUNT:
-                    self.bad(Kind.UNSUPPORTED, f"{w}.dims", f"element count {' x '.join(map(str, dims))} is 2^60 or more")
-                    return dims, None
+                if not (type(d) is int and 0 <= d <= I64_MAX):
+                    return self.bad_dims(dims, w), None
+                if count < MAX_COUNT:
+                    count *= d
+            if count >= MAX_COUNT:
+                if 0 in dims:
+                    return dims, 0
+                self.bad(Kind.UNSUPPORTED, f"{w}.dims", f"element count {' x '.join(map(str, dims))} is 2^60 or more")
+                return dims, None
             return dims, count
         if v is ABSENT:
             if required:
@@ -236,6 +225,19 @@ class TensorBuilder:
             return (), 0
         self.wrong(f"{w}.dims", v, "an array of integers")
         return (), None
+
+    def bad_dims(self, dims: tuple, w: str) -> tuple[int, ...]:
+        """Report each dim of ``dims`` that is not an integer in 0..2^63-1; the dims read instead (0 for those)."""
+        out = []
+        for i, d in enumerate(dims):
+            dw = f"{w}.dims[{i}]"
+            if type(d) is int and d < 0 and d >= I64_MIN:
+                self.bad(Kind.INVALID_MODEL, dw, f"negative dimension {d}")
+            elif self.int_ok(d, dw):
+                out.append(d)
+                continue
+            out.append(0)
+        return tuple(out)
 
     def tensor(self, o, w: str) -> Tensor:
         if type(o) is not dict:

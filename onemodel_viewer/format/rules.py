@@ -65,8 +65,9 @@ def _defined_in_order(columns: NodeColumns, defs: dict) -> _Defined | None:
     defined = columns.defined
     if len(defined) != columns.output_count or "" in defined or not defined.isdisjoint(defs):
         return None
-    # an input that no earlier node defines must be "" or defined before every node
-    if not all(x in defs for x in columns.read_early if x):
+    # an input that no earlier node defines must be "" or defined before every node (a set
+    # difference with the dict: C-speed look-ups, not a generator over 10^5 weight names)
+    if not columns.read_early.difference(defs) <= {""}:
         return None
     return _Defined(defs, defined)
 
@@ -194,9 +195,9 @@ class Resolver:
             inputs.add(vi.name)
         attached: set = set()
         for t in g.initializers:
-            self.define_init(t.name, f"{t.where}.name", defs, inputs, attached)
+            self.define_init(t.name, t.where, ".name", defs, inputs, attached)
         for s in g.sparse_initializers:
-            self.define_init(s.values.name, f"{s.where}.values.name", defs, inputs, attached)
+            self.define_init(s.values.name, s.where, ".values.name", defs, inputs, attached)
         nodes = g.nodes
         columns, with_attrs = _node_columns(nodes)
         if columns is not None:
@@ -270,14 +271,15 @@ class Resolver:
         self.set_order(g, None if in_order else deps, where_of, "nodes")
         return free
 
-    def define_init(self, name: str, where: str, defs: dict, inputs: set, attached: set) -> None:
+    def define_init(self, name: str, where: str, field: str, defs: dict, inputs: set, attached: set) -> None:
+        """Define an initializer's ``name`` (its name string: ``where + field``, made only to report)."""
         if name in inputs and name not in attached:
             attached.add(name)
             return
         if name == "":
             return
         if name in defs:
-            self.bad(Kind.INVALID_MODEL, where, f"{name!r} is already defined in this graph")
+            self.bad(Kind.INVALID_MODEL, where + field, f"{name!r} is already defined in this graph")
             return
         defs[name] = -1
 
