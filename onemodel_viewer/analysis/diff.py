@@ -33,7 +33,6 @@ from ..format.document import Document
 from ..format.errors import FormatError, Problem
 from ..format.dtypes import DTYPES
 from ..format.schema import Model, Tensor
-from .diff_early import EarlyComparison
 from .diff_result import (ADDED, CHANGED, EQUAL, REMOVED, DiffCancelled, Difference, DiffNode, DiffResult, NotCompared,
                           json_number)
 from .diff_structure import Structure, match_models, unravel
@@ -66,17 +65,10 @@ class StagedDiff:
 
     def __init__(self, ma: Model, mb: Model, *, cancel: threading.Event | None = None,
                  paths: tuple[str | None, str | None] = (None, None), extra: Callable[[int], list[str]] | None = None,
-                 problems: tuple[list[Problem], list[Problem]] = ([], []), early: bool = False):
+                 problems: tuple[list[Problem], list[Problem]] = ([], [])):
         self.paths = paths
         self._extra = extra
-        # ``early``: the guessed pairs' bytes are compared while the structure is matched (diff_early)
-        self._early = EarlyComparison(ma, mb, THREADS) if early else None
-        try:
-            self._s: Structure = match_models(ma, mb, cancel=cancel, problems=problems)
-        except BaseException:
-            if self._early is not None:
-                self._early.cancel()
-            raise
+        self._s: Structure = match_models(ma, mb, cancel=cancel, problems=problems)
         self.total_bytes = sum(min(j.a.length, j.b.length) for j in self._s.jobs)
         """Tensor bytes the second stage compares (per side)."""
         self._data: dict[int, Difference] = {}  # job index -> its data difference
@@ -121,16 +113,8 @@ class StagedDiff:
             if on_tensor is not None:
                 on_tensor(job.node)
 
-        pairs = self.pairs
-        early = self._early.take(pairs) if self._early is not None else {}
-        rest = [i for i in range(len(pairs)) if i not in early]
-        deltas = compare_tensors([pairs[i] for i in rest], threads=threads, cancel=cancel, progress=progress,
-                                 on_done=lambda k, delta: done(rest[k], delta))
-        for i, delta in early.items():
-            done(i, delta)
-        self._deltas = [early[i] if i in early else None for i in range(len(pairs))]
-        for k, i in enumerate(rest):
-            self._deltas[i] = deltas[k]
+        self._deltas = compare_tensors(self.pairs, threads=threads, cancel=cancel, progress=progress,
+                                       on_done=done)
         differences = self._merged()
         totals = self._totals(cancel, threads)
         if progress is not None:
@@ -210,7 +194,7 @@ def diff_models(
     return StagedDiff(ma, mb, cancel=cancel, paths=paths).compare_data(cancel=cancel, progress=progress, threads=threads)
 
 
-def staged(doc_a: Document, doc_b: Document, *, cancel: threading.Event | None = None, early: bool = False) -> StagedDiff:
+def staged(doc_a: Document, doc_b: Document, *, cancel: threading.Event | None = None) -> StagedDiff:
     """The two-stage diff of two opened documents (OneModel or ONNX, in any combination).
 
     Documents opened in diagnose mode are compared on what they could read (their problems say why a
@@ -228,7 +212,7 @@ def staged(doc_a: Document, doc_b: Document, *, cancel: threading.Event | None =
         ma, mb, ort = normalize(doc_a, doc_b)
     return StagedDiff(ma, mb, cancel=cancel, paths=(doc_a.path, doc_b.path),
                       extra=lambda compared: list(ort) + _equivalences_of(doc_a, doc_b, compared),
-                      problems=(doc_a.problems, doc_b.problems), early=early and not (doc_a.problems or doc_b.problems))
+                      problems=(doc_a.problems, doc_b.problems))
 
 
 def diff(
