@@ -97,6 +97,29 @@ async def test_80_columns_info_bar_keeps_the_verdict_and_tree_rows_end_cleanly(v
         assert app.query_one(StructureTree).virtual_size.width <= app.query_one(StructureTree).size.width
 
 
+async def test_rows_drawn_before_the_scrollbar_appeared_are_fitted_again(viewer):
+    """A snapshot showed ``embed.to… 256.0 K``: rows drawn just before an expanded group's vertical
+    scrollbar appeared stayed in the tree's line cache (keyed by the widget's width, which the
+    scrollbar does not change), fitted to two cells too many, then cut by the scrollbar."""
+    async with viewer(SHOWCASE, size=(120, 40)) as pilot:
+        app = pilot.app
+        tree = app.query_one(StructureTree)
+        assert not tree.show_vertical_scrollbar
+        for node in [n for top in tree.root.children for n in (top, *top.children)]:  # two levels open
+            if node.allow_expand:
+                tree.populate(node)
+                node.expand()
+        for y in range(tree.size.height):  # drawn before the layout that brings the scrollbar
+            tree.render_line(y)
+        await pilot.pause()
+        await pilot.pause()
+        assert tree.show_vertical_scrollbar
+        room = tree.scrollable_content_region.width
+        for y in range(tree.size.height):
+            drawn = tree.render_line(y).text.rstrip()
+            assert len(drawn) <= room, drawn
+
+
 # ----------------------------------------------------------------------------- 3. pane width
 
 async def test_tree_pane_can_be_widened_and_maximised(viewer):

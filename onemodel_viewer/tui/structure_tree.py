@@ -70,6 +70,13 @@ class StructureTree(Tree[Entry]):
         the UI thread ~100 ms after an edit's re-read (benchmarks/edit_recheck.py --select)."""
         return max(0, self._label_room(node))
 
+    def watch_show_vertical_scrollbar(self) -> None:
+        """The scrollbar takes two cells from every label's room: render every line again (Textual's
+        line cache is keyed by the widget's width, which the scrollbar does not change, so lines
+        fitted before it appeared came back cut by it: "embed.to… 256.0 K")."""
+        for top in self.root.children:  # every cached line's key holds its top-level row's update count
+            top.refresh()
+
     def process_label(self, label) -> Text:
         """A one-line :class:`Text` label as it is (Textual's default splits every label into lines:
         a tenth of the cost of adding a node)."""
