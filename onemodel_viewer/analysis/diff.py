@@ -30,7 +30,7 @@ import threading
 from typing import Any, Callable
 
 from ..format.document import Document
-from ..format.errors import FormatError, Problem
+from ..format.errors import Finding, FormatError, Problem
 from ..format.dtypes import DTYPES
 from ..format.schema import Model, Tensor
 from .diff_result import (ADDED, CHANGED, EQUAL, REMOVED, DiffCancelled, Difference, DiffNode, DiffResult, NotCompared,
@@ -65,10 +65,11 @@ class StagedDiff:
 
     def __init__(self, ma: Model, mb: Model, *, cancel: threading.Event | None = None,
                  paths: tuple[str | None, str | None] = (None, None), extra: Callable[[int], list[str]] | None = None,
-                 problems: tuple[list[Problem], list[Problem]] = ([], [])):
+                 problems: tuple[list[Problem], list[Problem]] = ([], []),
+                 findings: tuple[list[Finding], list[Finding]] = ([], [])):
         self.paths = paths
         self._extra = extra
-        self._s: Structure = match_models(ma, mb, cancel=cancel, problems=problems)
+        self._s: Structure = match_models(ma, mb, cancel=cancel, problems=problems, findings=findings)
         self.total_bytes = sum(min(j.a.length, j.b.length) for j in self._s.jobs)
         """Tensor bytes the second stage compares (per side)."""
         self._data: dict[int, Difference] = {}  # job index -> its data difference
@@ -212,7 +213,7 @@ def staged(doc_a: Document, doc_b: Document, *, cancel: threading.Event | None =
         ma, mb, ort = normalize(doc_a, doc_b)
     return StagedDiff(ma, mb, cancel=cancel, paths=(doc_a.path, doc_b.path),
                       extra=lambda compared: list(ort) + _equivalences_of(doc_a, doc_b, compared),
-                      problems=(doc_a.problems, doc_b.problems))
+                      problems=(doc_a.problems, doc_b.problems), findings=(doc_a.findings, doc_b.findings))
 
 
 def diff(

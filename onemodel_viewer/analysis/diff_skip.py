@@ -16,7 +16,7 @@ import bisect
 from typing import Sequence
 
 from ..format.dtypes import DTYPES
-from ..format.errors import Kind, Problem
+from ..format.errors import Finding, Kind, Problem
 from ..format.header import MAX_COUNT
 from ..format.schema import Tensor
 
@@ -24,9 +24,13 @@ __all__ = ["ProblemIndex", "bytes_problem", "check_sizes"]
 
 
 class ProblemIndex:
-    """A document's problems, looked up by the ``where`` of the record they are about."""
+    """A document's problems, looked up by the ``where`` of the record they are about; its findings
+    too (:attr:`findings`), which can say why a sound file's tensor has no bytes to compare (an
+    ``.ort`` tensor whose bytes are in an external file the runtime's reader never looks for)."""
 
-    def __init__(self, problems: Sequence[Problem] = ()) -> None:
+    def __init__(self, problems: Sequence[Problem] = (), findings: Sequence[Finding] = ()) -> None:
+        self.findings = ProblemIndex([Problem(Kind.UNSUPPORTED, f.where, f.offset, f"{f.code}: {f.message}")
+                                      for f in findings]) if findings else None
         order = sorted(range(len(problems)), key=lambda i: problems[i].where)
         self._problems = [problems[i] for i in order]
         self._rank = order  # document order of each sorted entry: the first one found is reported
@@ -78,7 +82,8 @@ def _own_problem(t: Tensor) -> Problem | None:
 def bytes_problem(t: Tensor, problems: ProblemIndex | None = None) -> Problem | None:
     """Why the bytes of non-string tensor ``t`` cannot be compared (``None`` when they can).
 
-    The document's first problem about ``t`` (from ``problems``) when there is one; for a tensor
+    The document's first problem about ``t`` (from ``problems``) when there is one, else its first
+    finding about ``t`` (as an Unsupported problem: ``code: message``); for a tensor
     left without storage and no problem of its own, the first header problem (the data region could
     not be used); else what ``t``'s own facts show: an unknown dtype, 2^60 or more elements, a byte
     length that is not the dims' and dtype's, no storage, or bytes outside the storage.
@@ -87,6 +92,8 @@ def bytes_problem(t: Tensor, problems: ProblemIndex | None = None) -> Problem | 
     if own is None or problems is None:
         return own
     found = problems.first_about(t.where)
+    if found is None and problems.findings is not None:
+        found = problems.findings.first_about(t.where)
     if found is None and t.storage is None:
         found = problems.first_about("header")
     return found if found is not None else own

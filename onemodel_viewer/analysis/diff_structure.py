@@ -48,7 +48,7 @@ from ..format.schema import (
     Type,
     ValueInfo,
 )
-from ..format.errors import Problem
+from ..format.errors import Finding, Problem
 from .diff_result import ADDED, CHANGED, EQUAL, REMOVED, DiffCancelled, Difference, DiffNode, NotCompared
 from .diff_skip import ProblemIndex, bytes_problem
 from .floatbits import format_f32
@@ -562,12 +562,13 @@ def set_statuses(node: DiffNode) -> str:
 
 
 def match_models(ma: Model, mb: Model, *, cancel: threading.Event | None = None,
-                 problems: tuple[Sequence[Problem], Sequence[Problem]] = ((), ())) -> Structure:
+                 problems: tuple[Sequence[Problem], Sequence[Problem]] = ((), ()),
+                 findings: tuple[Sequence[Finding], Sequence[Finding]] = ((), ())) -> Structure:
     """Match two models and compare everything but tensor values (those are left in ``jobs``).
 
-    ``problems``: each file's problems (diagnose mode), which say why a tensor's bytes are unusable.
+    ``problems`` and ``findings``: each file's (diagnose mode), which say why a tensor's bytes are unusable.
     """
-    m = _Matcher(cancel, (ProblemIndex(problems[0]), ProblemIndex(problems[1])))
+    m = _Matcher(cancel, (ProblemIndex(problems[0], findings[0]), ProblemIndex(problems[1], findings[1])))
     root = DiffNode("", "", EQUAL, ma, mb)
     m.model(root, ma, mb)
     set_statuses(root)
