@@ -36,7 +36,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Footer
 
 from ..analysis.diff import ADDED, CHANGED, EQUAL, REMOVED, DiffCancelled, DiffNode, DiffResult, StagedDiff
 from ..format.document import Document
@@ -46,6 +46,7 @@ from .diff_detail import difference_lines, histogram_lines, not_compared_lines, 
 from .diff_hex import HexPair
 from .diff_panes import HexPanes
 from .diff_tree import MARKERS, NOT_COMPARED, DiffTree
+from .fitted_static import FittedStatic
 from .hex_view import HexView
 from .safe import human_size, safe_str, safe_text
 from .search import SearchActions
@@ -59,27 +60,6 @@ def differing_entries(result: DiffResult | None) -> list[DiffNode]:
         return []
     return [n for n in result.root.walk()
             if n.status in (ADDED, REMOVED) or n.differences or n.not_compared is not None]
-
-class StatusBar(Static):
-    """The two files and the verdict, as tall as its text wraps to. An auto height went stale: a
-    progress line and the verdict set between two idle turns kept the progress line's three rows
-    under the two-row verdict."""
-
-    def __init__(self, text: Text, **kwargs: Any) -> None:
-        super().__init__(text, **kwargs)
-        self._text = text
-
-    def show(self, text: Text) -> None:
-        self._text = text
-        self.update(text)
-        self._fit()
-
-    def on_resize(self) -> None:
-        self._fit()
-
-    def _fit(self) -> None:
-        width = max(1, self.content_size.width or self.app.size.width - 2)
-        self.styles.height = min(5, max(1, len(self._text.wrap(self.app.console, width))))
 
 
 class DiffApp(HexPanes, DiffActions, SearchActions, App[int]):
@@ -212,7 +192,7 @@ class DiffApp(HexPanes, DiffActions, SearchActions, App[int]):
 
     # ------------------------------------------------------------------ layout
     def compose(self) -> ComposeResult:
-        yield StatusBar(self._status_text("opening…"), id="status")
+        yield FittedStatic(self._status_text("opening…"), id="status", max_rows=5)
         with Horizontal(id="body"):
             yield DiffTree(id="tree")
             with Vertical(id="right"):
@@ -348,7 +328,7 @@ class DiffApp(HexPanes, DiffActions, SearchActions, App[int]):
                               Text(f"   comparing weights… {pct}% of {human_size(message.total)} (c: cancel)", style="dim"))
 
     def _show_status(self, text: Text) -> None:
-        self.query_one("#status", StatusBar).show(text)
+        self.query_one("#status", FittedStatic).update(text)
 
     def _state_text(self) -> Text:
         """The verdict line: counts of differences so far (plurals right), equivalences applied."""

@@ -30,6 +30,7 @@ from textual.widgets import ProgressBar, Sparkline, Static
 from ..format.dtypes import DataType
 from ..format.errors import FormatError
 from ..format.schema import Tensor
+from .fitted_static import FittedStatic
 from .safe import human_size, safe_text
 
 AUTO_LIMIT = 256 << 20
@@ -141,7 +142,7 @@ class StatsPanel(Vertical):
 
     def compose(self) -> ComposeResult:
         # the histogram and the progress bar are mounted on first use (keeps the first screen light)
-        yield Static(Text("select a tensor; s computes statistics", style="dim"), id="stats-summary")
+        yield FittedStatic(Text("select a tensor; s computes statistics", style="dim"), id="stats-summary")
 
     def _part(self, kind: type) -> Any:
         """The Sparkline or ProgressBar child, mounted the first time it is needed."""
