@@ -90,6 +90,12 @@ class Viewer:
         async with app.run_test(size=size) as pilot:
             if settle:
                 await self.settle(pilot)
+                # the first screen's manifest look-up starts on a timer once that screen is drawn: let
+                # it start and end too (under load it moved the hex cursor after a test's own move)
+                from onemodel_viewer.tui.app import LOCATE_DELAY
+
+                await pilot.pause(LOCATE_DELAY)
+                await self.settle(pilot)
             yield pilot
 
 
