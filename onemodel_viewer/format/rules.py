@@ -200,15 +200,17 @@ class Resolver:
             self.define_init(s.values.name, s.where, ".values.name", defs, inputs, attached)
         nodes = g.nodes
         columns, with_attrs = _node_columns(nodes)
+        lists = None
         if columns is not None:
-            ins_col, outs_col, doms_col = columns.inputs, columns.outputs, columns.domains
+            domain_set = columns.domains
         else:
-            ins_col, outs_col, doms_col = [n.inputs for n in nodes], [n.outputs for n in nodes], [n.domain for n in nodes]
+            lists = [n.inputs for n in nodes], [n.outputs for n in nodes], [n.domain for n in nodes]
+            domain_set = set(lists[2])
         where_of = _where_of(nodes)
         free: set = set()
         flagged = {i for i, nd in with_attrs.items() if _scoped_attrs(nd)}
         if not flagged and columns is None:
-            columns = node_columns(ins_col, outs_col, doms_col)
+            columns = node_columns(*lists)
         proven = None if flagged else _defined_in_order(columns, defs)
         if proven is not None:
             # nothing to report about names and the stored order is the dependency order: no
@@ -216,6 +218,8 @@ class Resolver:
             # its sets collected in the builder's pass over the nodes)
             defs, producer, in_order = proven, {}, True
         else:
+            lists = lists or columns.lists()
+            ins_col, outs_col = lists[0], lists[1]
             producer, defs = self.define_outputs(outs_col, where_of, defs)
             # One pass over every input: an input not defined here flags its node for the per-node walk
             # (which reports in node order, or finds it in an enclosing graph); an input defined by this
@@ -231,9 +235,10 @@ class Resolver:
                             flagged.add(i)
                     elif p >= i:
                         in_order = False
-        bad_domains = set(doms_col).difference(domains)
+        bad_domains = domain_set.difference(domains)
         if bad_domains:
-            flagged.update(i for i, d in enumerate(doms_col) if d in bad_domains)
+            lists = lists or columns.lists()
+            flagged.update(i for i, d in enumerate(lists[2]) if d in bad_domains)
         implicit: dict[int, list[int]] = {}
         for i in sorted(flagged):
             node = with_attrs.get(i) or nodes[i]  # a NodeList builds that one record
@@ -251,7 +256,7 @@ class Resolver:
                     break
         deps: list = []
         if not in_order:
-            for i, ins in enumerate(ins_col):
+            for i, ins in enumerate(lists[0]):
                 ps = [p for p in map(pget, ins) if p is not None]
                 ps.extend(implicit.get(i, ()))
                 deps.append(ps)

@@ -272,12 +272,10 @@ class Node:
 class NodeColumns:
     """What the reading rules (:mod:`.rules`) read of a graph's nodes, without their records."""
 
-    inputs: Sequence[Sequence[str]]
-    """Each node's inputs, as stored."""
-    outputs: Sequence[Sequence[str]]
-    """Each node's outputs, as stored."""
-    domains: Sequence[str]
-    """Each node's domain."""
+    lists: Callable[[], tuple[Sequence[Sequence[str]], Sequence[Sequence[str]], Sequence[str]]]
+    """Each node's inputs, outputs and domain, as stored (made only when the rules need more than the sets)."""
+    domains: set[str]
+    """Every node's domain."""
     defined: set[str]
     """Every output name of every node."""
     output_count: int
@@ -298,7 +296,7 @@ def node_columns(inputs: Sequence[Sequence[str]], outputs: Sequence[Sequence[str
                 read_early.add(x)
         defined.update(outs)
         count += len(outs)
-    return NodeColumns(inputs, outputs, domains, defined, count, read_early)
+    return NodeColumns(lambda: (inputs, outputs, domains), set(domains), defined, count, read_early)
 
 
 class NodeList(Sequence):
