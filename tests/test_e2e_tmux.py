@@ -263,7 +263,8 @@ def test_e2e_diff_mode_help_goto_bytes_search(tmux_factory):
     t.wait_for("Search nodes, tensors")
     t.keys("embed.", literal=True)
     t.keys("Enter")
-    t.wait_for("match 1/")
+    t.wait_until(lambda s: "match 1/" in s and "Search nodes, tensors" not in s,
+                 "the search box closed on the match")
     t.keys("]")
     t.wait_for("match 2/")
     t.keys("q")
@@ -295,7 +296,8 @@ def test_e2e_ort_file_version_provider_and_layout(tmux_factory):
     t.wait_for("Search nodes, tensors")
     t.keys("add0", literal=True)
     t.keys("Enter")
-    t.wait_for("provider  CPUExecutionProvider")
+    t.wait_until(lambda s: "provider  CPUExecutionProvider" in s and "Search nodes, tensors" not in s,
+                 "the search box closed on the match")
     t.wait_for("table InferenceSession.model.graph.nodes[0] +0")  # the hex pane on the node's table
     t.keys("l")
     screen = t.wait_for("mod 64 = 0")
@@ -315,7 +317,8 @@ def test_e2e_keys_sent_at_once_after_the_export_key_reach_the_prompt(tmux_factor
     t.wait_for("Search nodes, tensors")
     t.keys("embed.tokens", literal=True)
     t.keys("Enter")
-    t.wait_for("float16 (code 10)")
+    t.wait_until(lambda s: "float16 (code 10)" in s and "Search nodes, tensors" not in s,
+                 "the search box closed on the match")
     out = tmp_path / "typed-ahead.npy"
     t.keys("e")
     t.keys("C-u")
