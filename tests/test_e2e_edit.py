@@ -89,12 +89,7 @@ def test_e2e_edit_header_and_manifest_recheck_undo_list_save_as(tmux_factory, tm
     t.wait_for("value   1 (0x1)")  # the selection kept: the field, with its new value
 
     # a manifest value: the graph's first input, as JSON, renamed
-    t.keys("/")
-    t.wait_for("Search nodes, tensors")
-    t.keys("input_ids", literal=True)
-    t.keys("Enter")
-    t.wait_until(lambda s: "match 1/1: value input_ids" in s and "Search nodes, tensors" not in s,
-                 "the search box closed on the match")
+    t.search("input_ids", "match 1/1: value input_ids")
     t.keys("E")
     t.wait_for("edit manifest.graph.inputs[0]")
     t.wait_for('{"name":"input_ids","type":{"kind":"tensor"')  # the value's text as the file has it

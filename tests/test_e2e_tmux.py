@@ -64,6 +64,15 @@ class Tmux:
     def wait_for(self, text: str, timeout: float = 30.0) -> str:
         return self.wait_until(lambda screen: text in screen, repr(text), timeout)
 
+    def search(self, query: str, expect: str) -> str:
+        """``/ query Enter``; the screen once ``expect`` shows and the search box has closed (a modal's
+        background shows the match first: a key sent then went into the closing box)."""
+        self.keys("/")
+        self.wait_for("Search nodes, tensors")
+        self.keys(query, literal=True)
+        self.keys("Enter")
+        return self.wait_until(lambda s: expect in s and "Search nodes, tensors" not in s, f"{expect!r} after the search")
+
     def keys(self, *keys: str, literal: bool = False) -> None:
         """Send keys. After Escape, wait for its effect before the next key: ESC and a key that follows
         at once are one alt+key to the terminal parser."""
@@ -104,11 +113,7 @@ def test_e2e_valid_file_navigate_goto_quit(tmux_factory):
     assert "showcase.onemodel" in screen and "valid" in screen
     assert "ONEMODEL" in screen  # the hex pane shows the header bytes
     # search a tensor: detail + hex follow
-    t.keys("/")
-    t.wait_for("Search nodes, tensors")
-    t.keys("embed.tokens", literal=True)
-    t.keys("Enter")
-    screen = t.wait_for("in data region")
+    screen = t.search("embed.tokens", "in data region")
     assert "float16 (code 10)" in screen
     # go to an offset
     t.keys("g")
@@ -124,22 +129,14 @@ def test_e2e_valid_file_navigate_goto_quit(tmux_factory):
 def test_e2e_markup_and_escape_names_literal(tmux_factory):
     t = tmux_factory(need(HOSTILE / "valid-term-markup.onemodel"))
     t.wait_for("Structure")
-    t.keys("/")
-    t.wait_for("Search nodes, tensors")
-    t.keys("n0", literal=True)
-    t.keys("Enter")
-    screen = t.wait_for("Mul  n0[bold red]x[/]")  # the detail pane's header line
+    screen = t.search("n0", "Mul  n0[bold red]x[/]")  # the detail pane's header line
     assert "[link=http://evil.example]" in screen
     t.keys("q")
     t.wait_for("__EXITED__ 0")
 
     t2 = tmux_factory(need(HOSTILE / "valid-term-ansi.onemodel"))
     t2.wait_for("Structure")
-    t2.keys("/")
-    t2.wait_for("Search nodes, tensors")
-    t2.keys("n0", literal=True)
-    t2.keys("Enter")
-    screen = t2.wait_for("← initializer")  # the node's detail is shown
+    screen = t2.search("n0", "← initializer")  # the node's detail is shown
     assert "n0\\x1b[31mred\\x1b[0m" in screen
     assert "\x1b" not in screen
     t2.keys("q")
@@ -184,12 +181,7 @@ def test_e2e_insight_views_on_a_real_model(tmux_factory, tmp_path):
     t = tmux_factory(need(SHOWCASE))
     t.wait_for("Structure")
 
-    def search(text: str, expect: str) -> None:
-        t.keys("/")
-        t.wait_for("Search nodes, tensors")
-        t.keys(text, literal=True)
-        t.keys("Enter")
-        t.wait_for(expect)
+    search = t.search
 
     def back() -> None:
         t.keys("Escape")
@@ -259,12 +251,7 @@ def test_e2e_diff_mode_help_goto_bytes_search(tmux_factory):
     t.wait_until(lambda s: s.count("─ 0x40  manifest") == 2, "both panes at 0x40")
     t.keys("d")  # the next byte that differs: both cursors on it, marked ≠
     screen = t.wait_until(lambda s: s.count("≠") == 2, "both cursors on a differing byte")
-    t.keys("/")
-    t.wait_for("Search nodes, tensors")
-    t.keys("embed.", literal=True)
-    t.keys("Enter")
-    t.wait_until(lambda s: "match 1/" in s and "Search nodes, tensors" not in s,
-                 "the search box closed on the match")
+    t.search("embed.", "match 1/")
     t.keys("]")
     t.wait_for("match 2/")
     t.keys("q")
@@ -292,12 +279,7 @@ def test_e2e_ort_file_version_provider_and_layout(tmux_factory):
     t = tmux_factory(need(HOSTILE / "ort" / "base.ort"))
     screen = t.wait_for("ort format 6")
     assert "ONNX Runtime  format 6" in screen  # the tree's group
-    t.keys("/")
-    t.wait_for("Search nodes, tensors")
-    t.keys("add0", literal=True)
-    t.keys("Enter")
-    t.wait_until(lambda s: "provider  CPUExecutionProvider" in s and "Search nodes, tensors" not in s,
-                 "the search box closed on the match")
+    t.search("add0", "provider  CPUExecutionProvider")
     t.wait_for("table InferenceSession.model.graph.nodes[0] +0")  # the hex pane on the node's table
     t.keys("l")
     screen = t.wait_for("mod 64 = 0")
@@ -316,12 +298,7 @@ def test_e2e_keys_sent_at_once_after_the_export_key_reach_the_prompt(tmux_factor
     prompt (lost) and Enter answered with an empty path; now the file is written."""
     t = tmux_factory(need(SHOWCASE))
     t.wait_for("Structure")
-    t.keys("/")
-    t.wait_for("Search nodes, tensors")
-    t.keys("embed.tokens", literal=True)
-    t.keys("Enter")
-    t.wait_until(lambda s: "float16 (code 10)" in s and "Search nodes, tensors" not in s,
-                 "the search box closed on the match")
+    t.search("embed.tokens", "float16 (code 10)")
     out = tmp_path / "typed-ahead.npy"
     t.keys("e")
     t.keys("C-u")
