@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
@@ -408,9 +409,10 @@ async def test_reread_never_builds_the_documents_repr_or_group_labels_on_the_ui_
         assert on_ui == {"repr": 0, "labels": 0, "labels_off": 1000}  # ...its labels off the UI thread
 
 
-async def test_selection_not_taken_back_when_the_cursor_moved_before_it_returned(tmp_path, monkeypatch):
-    """The selection comes back after the re-read graph's facts are known, up to a second after the
-    verdict on a big graph: a cursor the user moved meanwhile stays where it was put."""
+@contextlib.asynccontextmanager
+async def _far_node_edited(tmp_path, monkeypatch):
+    """(app, pilot, where) on a 1,200-node chain with slow facts, once ``where`` (node 1100, selected) had an
+    input renamed to an undefined one and the re-read's verdict is shown."""
     path = _chain_model(tmp_path, 1200)
     _slow_facts(monkeypatch, 0.5)
     app = make_app(str(path))
@@ -421,6 +423,13 @@ async def test_selection_not_taken_back_when_the_cursor_moved_before_it_returned
         await settle(pilot)
         assert app.apply_edit(f'{where}.inputs[0]="undefined-x"')
         await _until(pilot, lambda: not app.edit_pending)
+        yield app, pilot, where
+
+
+async def test_selection_not_taken_back_when_the_cursor_moved_before_it_returned(tmp_path, monkeypatch):
+    """The selection comes back after the re-read graph's facts are known, up to a second after the
+    verdict on a big graph: a cursor the user moved meanwhile stays where it was put."""
+    async with _far_node_edited(tmp_path, monkeypatch) as (app, pilot, where):
         assert app.edit_restoring  # the verdict is shown, the selection not back yet
         tree = app.query_one(StructureTree)
         tree.focus()
@@ -434,16 +443,7 @@ async def test_selection_not_taken_back_when_the_cursor_moved_before_it_returned
 async def test_selection_comes_back_when_a_newer_edit_lands_before_it_did(tmp_path, monkeypatch):
     """Regression: a second edit's re-read shown before the first one's selection came back dropped
     the selection (the tree stayed on the first problem): it is put back after the second one."""
-    path = _chain_model(tmp_path, 1200)
-    _slow_facts(monkeypatch, 0.5)
-    app = make_app(str(path))
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        where = "manifest.graph.nodes[1100]"
-        app.reveal(where)
-        await settle(pilot)
-        assert app.apply_edit(f'{where}.inputs[0]="undefined-x"')
-        await _until(pilot, lambda: not app.edit_pending)
+    async with _far_node_edited(tmp_path, monkeypatch) as (app, pilot, where):
         assert app.edit_restoring and app.current.where != where  # the first problem, for now
         assert app.apply_edit("header.flags=1")
         await _until(pilot, lambda: not app.edit_pending and not app.edit_restoring)
