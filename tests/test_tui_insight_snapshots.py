@@ -15,7 +15,7 @@ from onemodel_viewer.tui.app import make_app
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import insight_models as im  # noqa: E402
-from conftest import wait_for_workers  # noqa: E402 - the shared Pilot helpers
+from conftest import settle_located as settle  # noqa: E402 - the shared Pilot helper
 
 ROOT = Path(__file__).resolve().parent.parent
 SHOWCASE = ROOT / "testdata" / "valid" / "showcase.onemodel"
@@ -27,18 +27,10 @@ def models(tmp_path_factory):
     return {f.__name__: str(f(d / f"{f.__name__}.onemodel")) for f in (im.slices_in_if, im.constant_weights, im.tensors)}
 
 
-async def settle(pilot) -> None:
-    await pilot.pause()
-    await wait_for_workers(pilot.app)
-    await pilot.pause()
-
-
 def opening(select, *keys):
     async def run_before(pilot):
         await settle(pilot)
         pilot.app.reveal(select(pilot.app.document.model))
-        await settle(pilot)
-        await pilot.pause(0.3)  # the debounced manifest look-up
         await settle(pilot)
         for k in keys:
             await pilot.press(k)

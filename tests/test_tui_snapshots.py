@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from onemodel_viewer.tui.app import make_app
-from conftest import wait_for_workers  # noqa: E402 - the shared Pilot helpers
+from conftest import settle_located as settle  # noqa: E402 - the shared Pilot helper
 
 ROOT = Path(__file__).resolve().parent.parent
 SHOWCASE = ROOT / "testdata" / "valid" / "showcase.onemodel"
@@ -22,12 +22,6 @@ def app_for(path: Path):
     if not path.exists():
         pytest.skip(f"{path.name} not generated yet")
     return make_app(str(path))
-
-
-async def settle(pilot) -> None:
-    await pilot.pause()
-    await wait_for_workers(pilot.app)
-    await pilot.pause()
 
 
 def test_snapshot_main_screen(snap_compare):
