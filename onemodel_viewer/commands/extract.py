@@ -32,7 +32,7 @@ def run_extract(src: str, name: str, out: str) -> int:
         doc = omf.open(src, mode="diagnose")
     except (FormatError, OSError) as e:
         return _fail(f"{src}: {e}")
-    try:
+    with doc:
         if doc.model is None:
             first = doc.problems[0] if doc.problems else None
             return _fail(f"{src}: no model could be read" + (f" ({first.kind} at {first.where}: {first.message})" if first else ""))
@@ -53,8 +53,3 @@ def run_extract(src: str, name: str, out: str) -> int:
             print(f"{PROG}: --extract: {note}", file=sys.stderr)
         print(f"wrote {visible(out)}: {visible(t.name)} {t.type_str()}")
         return 0
-    finally:
-        try:
-            doc.close()
-        except Exception:
-            pass

@@ -83,7 +83,7 @@ def run_stats(src: str, as_json: bool = False) -> int:
         doc = omf.open(src)
     except (FormatError, OSError) as e:
         return _fail(f"{src}: {e}")
-    try:
+    with doc:
         tensors = list(all_tensors(doc.model))
         try:
             results = compute_stats_many(tensors)
@@ -92,8 +92,3 @@ def run_stats(src: str, as_json: bool = False) -> int:
         for t, s in zip(tensors, results):
             print(json.dumps(record(t, s), ensure_ascii=True) if as_json else _line(t, s))
         return 0
-    finally:
-        try:
-            doc.close()
-        except Exception:
-            pass
