@@ -93,7 +93,7 @@ then refuses its own file."""
 
 
 @dataclass(frozen=True, slots=True)
-class Span:
+class FlatObject:
     """One object of the flatbuffer: ``kind`` root/vtable/table/vector/string/payload, its owner's schema path."""
 
     start: int
@@ -172,7 +172,7 @@ class OrtFacts:
     """``Node.where`` -> :class:`NodeFacts`."""
     payloads: tuple[Payload, ...] = ()
     spans: list = field(default_factory=list)
-    """Every object visited, sorted by start: ``(start, length, kind, owner)`` tuples (as :class:`Span` fields)."""
+    """Every object visited, sorted by start: ``(start, length, kind, owner)`` tuples (as :class:`FlatObject` fields)."""
     unowned: tuple[tuple[int, int], ...] = ()
     """(start, length) of byte runs no object owns (alignment padding included)."""
     tables_visited: int = 0
@@ -209,8 +209,8 @@ class OrtFacts:
                 return spans[j][0], spans[j][1]
         return None
 
-    def owner_at(self, offset: int) -> Span | None:
-        """The smallest span holding ``offset`` as a :class:`Span` (spans of a sound file do not overlap)."""
+    def owner_at(self, offset: int) -> FlatObject | None:
+        """The smallest object holding ``offset`` as a :class:`FlatObject` (spans of a sound file do not overlap)."""
         import bisect
 
         spans = self.spans
@@ -220,7 +220,7 @@ class OrtFacts:
             s = spans[j]
             if s[0] <= offset < s[0] + s[1] and (best is None or s[1] < best[1]):
                 best = s
-        return None if best is None else Span(*best)
+        return None if best is None else FlatObject(*best)
 
 
 def unowned_runs(spans, size: int, presorted: bool = False) -> list[tuple[int, int]]:
