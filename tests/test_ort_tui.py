@@ -15,7 +15,8 @@ import pytest
 pytest.importorskip("textual")
 
 from onemodel_viewer import format as omf  # noqa: E402
-from onemodel_viewer.analysis.ort_layout import alignment, element_size, in_place, ort_layout  # noqa: E402
+from onemodel_viewer.analysis.ort_layout import alignment, ort_layout  # noqa: E402
+from onemodel_viewer.format.ort.facts import element_size, in_place  # noqa: E402
 from onemodel_viewer.tui.app import make_app  # noqa: E402
 from onemodel_viewer.tui.detail_pane import DetailPane  # noqa: E402
 from onemodel_viewer.tui.hex_view import HexView  # noqa: E402

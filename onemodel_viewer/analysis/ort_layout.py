@@ -5,7 +5,7 @@ Works on an opened ``.ort`` :class:`~..format.document.Document` (its ``extra`` 
 
 * one ``payload`` :class:`~.spans.Span` per ``raw_data`` payload the reader walked (initializers,
   attribute tensors, sparse values and indices), in offset order, and its tensor's data type:
-  :func:`alignment` (the largest power of two dividing the offset) and :func:`in_place` (aligned
+  :func:`alignment` (the largest power of two dividing the offset) and :func:`~..format.ort.facts.in_place` (aligned
   to the element size: what a reader needs to use the bytes in place on strict-alignment
   hardware) describe its offset;
 * one ``unowned`` span per run of bytes that no root, vtable, table, vector, string or payload
@@ -21,7 +21,6 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 
-from ..format.dtypes import DTYPES
 from ..format.ort.reader import PADDING
 from ..format.schema import all_tensors
 from .spans import Span
@@ -33,17 +32,6 @@ SCAN_LIMIT = 1 << 20
 def alignment(offset: int) -> int:
     """The largest power of two dividing ``offset`` (capped at 2^30; offset 0 counts as 2^30)."""
     return min(offset & -offset, 1 << 30) if offset else 1 << 30
-
-
-def element_size(dtype: int | None) -> int:
-    """Bytes per element of a data type code, 1 to 8 (8 for an unknown or missing code)."""
-    info = DTYPES.get(dtype) if dtype is not None else None
-    return min(8, max(1, (info.bits if info else 8) // 8))
-
-
-def in_place(offset: int, dtype: int | None) -> bool:
-    """Aligned to its element size (at most 8): usable in place by a strict-alignment reader."""
-    return offset % element_size(dtype) == 0
 
 
 @dataclass(slots=True)

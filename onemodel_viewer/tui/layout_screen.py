@@ -123,7 +123,8 @@ def from_external(doc, cancel=None) -> list[Row]:
 def from_ort(doc, cancel=None) -> list[Row]:
     """Rows of an ``.ort`` file (:func:`onemodel_viewer.analysis.ort_layout.ort_layout`): the root offset and
     identifier, every tensor payload with its alignment, every run of bytes no flatbuffer object owns."""
-    from ..analysis.ort_layout import alignment, element_size, in_place, ort_layout
+    from ..analysis.ort_layout import alignment, ort_layout
+    from ..format.ort.facts import element_size, in_place
 
     lay = ort_layout(doc, cancel=cancel)
     out = [Row(0, min(8, doc.size), "header", "root offset + file identifier")] if doc.size else []

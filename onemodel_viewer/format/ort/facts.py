@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..dtypes import DataType
+from ..dtypes import DTYPES, DataType
 
 Release = tuple[int, int]
 """An ONNX Runtime release as (major, minor): ``(1, 16)``."""
@@ -116,6 +116,17 @@ class NodeFacts:
     implicit_inputs: tuple[str, ...] = ()
 
 
+def element_size(dtype: int | None) -> int:
+    """Bytes per element of a data type code, 1 to 8 (8 for an unknown or missing code)."""
+    info = DTYPES.get(dtype) if dtype is not None else None
+    return min(8, max(1, (info.bits if info else 8) // 8))
+
+
+def in_place(offset: int, dtype: int | None) -> bool:
+    """Aligned to its element size (at most 8): usable in place by a strict-alignment reader."""
+    return offset % element_size(dtype) == 0
+
+
 @dataclass(frozen=True, slots=True)
 class Payload:
     """Where an initializer's bytes lie in the file, and whether they can be used where they are."""
@@ -126,7 +137,7 @@ class Payload:
     offset: int
     length: int
     in_place: bool
-    """The payload is aligned to its element size (at most 8): a typed view needs no copy on strict-alignment
+    """:func:`in_place`: the payload is aligned to its element size (at most 8): a typed view needs no copy on strict-alignment
     hardware; numpy reads unaligned views too (slower), so nothing is copied either way."""
 
     @property

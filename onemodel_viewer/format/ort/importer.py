@@ -43,7 +43,7 @@ from ..schema import (
     Type,
     ValueInfo,
 )
-from .facts import OLD_VERSIONS, ORT_DTYPES, VERSIONS, KernelTypeStr, NodeFacts, Payload, RuntimeOptimization
+from .facts import OLD_VERSIONS, ORT_DTYPES, VERSIONS, KernelTypeStr, NodeFacts, Payload, RuntimeOptimization, in_place
 from .fbs import TABLES
 
 MAX_LEVEL = 64
@@ -335,9 +335,8 @@ class Importer:
         self.need(t, "name", "Tensor", w)
         out = self.tensor(t, w)
         if out.file_offset is not None:
-            info = DTYPES.get(out.dtype)
-            align = min(8, max(1, (info.bits if info else 8) // 8))
-            self.payloads.append(Payload(w, out.name, out.dtype, out.file_offset, out.length, out.file_offset % align == 0))
+            self.payloads.append(Payload(w, out.name, out.dtype, out.file_offset, out.length,
+                                         in_place(out.file_offset, out.dtype)))
         return out
 
     def sparse(self, s: dict, w: str, named: bool) -> SparseTensor | None:
