@@ -192,6 +192,17 @@ def test_plain_nodes_wait_and_nodes_with_tensors_are_built_records(big):
     assert sorted(nodes.built_records()) == [3, 22, 39]
 
 
+def test_repr_of_a_node_list_builds_no_record(big):
+    """``repr`` of a NodeList (and of the graph holding it) built every node record, on the UI
+    thread when Textual described a worker taking the document: now its size and place only."""
+    nodes = big.model.graph.nodes
+    assert repr(nodes) == "NodeList(n=40, where='manifest.graph.nodes', built=False)"
+    assert "NodeList(n=40" in repr(big.model.graph)
+    assert not nodes.built and sorted(nodes.built_records()) == [22]
+    tuple(nodes)
+    assert repr(nodes) == "NodeList(n=40, where='manifest.graph.nodes', built=True)"
+
+
 def test_nodes_written_with_their_defaults_stay_lazy(tmp_path, monkeypatch):
     """Another writer's file (every optional field written at its default: ``doc: ""`` on nodes and
     attributes, ``ref: ""``) builds no node record at open. It used to build every node with an
@@ -253,7 +264,6 @@ def test_node_list_reads_like_a_tuple(big):
     assert list(reversed(nodes)) == list(reversed(as_tuple))
     assert one in nodes and nodes.index(one) == 7 and nodes.count(one) == 1
     assert nodes + () == as_tuple and () + nodes == as_tuple
-    assert repr(nodes) == repr(as_tuple)
     assert nodes[20].doc == "a doc" and nodes[2].attributes[1].float_value == 1.0
     assert nodes[3].attributes[0].value == (0, 0x7FC00001, 0xFFFFFFFF)
     assert [n.where for n in nodes] == [f"manifest.graph.nodes[{i}]" for i in range(40)]

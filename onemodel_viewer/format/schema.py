@@ -309,9 +309,9 @@ class NodeList(Sequence):
     reaches the nodes that hold tensors or graphs without building the rest.
 
     Reads like the tuple it stands for: ``len``, indexing, slicing (a tuple), iteration,
-    ``==`` with a tuple or another list, ``hash``, ``+``. Thread-safe: each record is built
-    once. ``columns`` (a :class:`NodeColumns`, for the reader's name resolution) is set until
-    the records are built.
+    ``==`` with a tuple or another list, ``hash``, ``+``; its ``repr`` is short (no records).
+    Thread-safe: each record is built once. ``columns`` (a :class:`NodeColumns`, for the reader's
+    name resolution) is set until the records are built.
     """
 
     __slots__ = ("_n", "_items", "_make_one", "_built", "_where", "columns", "_lock")
@@ -423,7 +423,9 @@ class NodeList(Sequence):
         return NotImplemented
 
     def __repr__(self) -> str:
-        return repr(self._all())
+        """Its size and place, never its records: Textual describes a worker by the repr of its
+        arguments, and a graph's repr holds its nodes (the whole list built to be printed)."""
+        return f"NodeList(n={self._n}, where={self._where!r}, built={self._items is not None})"
 
     def __reduce__(self):
         """Pickles (and copies) as the tuple it stands for: the builder behind it is not picklable."""
