@@ -177,6 +177,69 @@ def test_target_tensor_data_shrinks_keeping_its_length_mismatch(tmp_path):
     assert out.stat().st_size < 100
 
 
+def _names(m) -> set:
+    """Every value, node, tensor and graph name of ``m`` (subgraphs included)."""
+    out, stack = set(), [m.graph]
+    while stack:
+        g = stack.pop()
+        out.add(g.name)
+        out.update(v.name for v in [*g.input, *g.output, *g.value_info])
+        out.update(t.name for t in g.initializer)
+        for n in g.node:
+            out.update([n.name, *n.input, *n.output])
+            stack.extend(a.g for a in n.attribute if a.HasField("g"))
+    out.discard("")
+    return out
+
+
+def _defined(g) -> set:
+    return {v.name for v in g.input} | {t.name for t in g.initializer} | {o for n in g.node for o in n.output}
+
+
+LONG = {
+    "undefined-input": lambda: [helper.make_node("Relu", ["x" if i == 0 else f"value_number_{i - 1}"],
+                                                 [f"value_number_{i}"], name=f"relu_node_{i}") for i in range(20)]
+    + [helper.make_node("Add", ["value_number_19", "not_defined_anywhere"], ["y"], name="the_add")],
+    "cycle": lambda: _constants_chain(12, cycle=True),
+    "raw-data-short": lambda: _constants_chain(12, short=True),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LONG))
+def test_names_are_shortened_and_outputs_name_surviving_values(name, tmp_path):
+    """Regression: an ONNX OUT kept IN's names ("p2o.Add.118", "Model from PaddlePaddle.") and lost
+    every graph output (the reductions removed them with their producers). Now names become short
+    tokens where the failure does not depend on them, and the model keeps an output naming a value
+    OUT still defines."""
+    src = _model(tmp_path, name, LONG[name]())
+    kind, where = failure(src)
+    out = tmp_path / "small.onnx"
+    rc, err = shrink(src, out)
+    assert rc == 0, err
+    got = failure(out)
+    assert got[0] == kind and shape_of(got[1]) == shape_of(where)
+    m = onnx.load_model(str(out), load_external_data=False)
+    assert max(len(n) for n in _names(m)) == 1, _names(m)
+    assert len(m.graph.output) == 1 and m.graph.output[0].name in _defined(m.graph)
+    again = tmp_path / "again.onnx"
+    assert shrink(src, again)[0] == 0 and again.read_bytes() == out.read_bytes()  # deterministic
+
+
+def test_an_undefined_graph_output_of_in_is_kept(tmp_path):
+    """IN's own defect is an output naming nothing: the outputs' repair (for values a reduction
+    removed) leaves it undefined, so OUT fails like IN."""
+    src = _model(tmp_path, "dangling", _chain(10))  # the graph output "y" is made by no node
+    kind, where = failure(src)
+    assert where.startswith("onnx.graph.outputs")
+    out = tmp_path / "small.onnx"
+    rc, err = shrink(src, out)
+    assert rc == 0, err
+    got = failure(out)
+    assert got[0] == kind and shape_of(got[1]) == shape_of(where)
+    m = onnx.load_model(str(out), load_external_data=False)
+    assert len(m.graph.node) == 0 and m.graph.output[0].name not in _defined(m.graph)
+
+
 def test_checker_only_failure_shrinks_with_the_checker(tmp_path):
     """The reader accepts it, onnx.checker does not: OUT fails the checker with the same message."""
     src = _model(tmp_path, "checker", _chain() + [helper.make_node("Relu", ["v29"], ["y"], bogus=1)])

@@ -48,7 +48,7 @@ import time
 from ..format.errors import FormatError, Kind
 from ..format.spec_rules import shape_of
 from .patch import PROG, copy_range, same_file, write_all
-from .shrink_bytes import FIELDS, HEADER, Budget, align, header, shrink_bytes, shrink_header
+from .shrink_bytes import FIELDS, HEADER, Budget, align, header, short_names, shrink_bytes, shrink_header
 
 _DIGITS = re.compile(r"\d+")
 
@@ -349,7 +349,7 @@ class Shrinker:
         seen: dict = {}
         for c, k in self._slots():
             seen.setdefault(c[k], None)
-        names = iter(_tokens(set(seen)))
+        names = iter(short_names(set(seen)))
         todo = [s for s in seen if len(s) > 2]
         mapping = {s: next(names) for s in todo}
         changed = False
@@ -384,19 +384,6 @@ class Shrinker:
                 if _is_int(v) and abs(v) > 1 and k not in ("offset", "length", "dtype", "type", "version", "elem", "key"):
                     changed |= self.attempt(lambda: self.tree.set(c, k, 0)) or self.attempt(lambda: self.tree.set(c, k, 1))
         return changed
-
-
-def _tokens(taken: set):
-    """a, b, ..., z, aa, ab, ... skipping strings already in use."""
-    n = 1
-    while True:
-        for i in range(26 ** n):
-            s, x = "", i
-            for _ in range(n):
-                s, x = chr(97 + x % 26) + s, x // 26
-            if s not in taken:
-                yield s
-        n += 1
 
 
 # ---------------------------------------------------------------------------------------------

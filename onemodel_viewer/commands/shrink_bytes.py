@@ -32,6 +32,19 @@ class Budget(Exception):
     """The time budget is spent."""
 
 
+def short_names(taken: set):
+    """a, b, ..., z, aa, ab, ... skipping strings already in use (the names a shrink renames to)."""
+    n = 1
+    while True:
+        for i in range(26 ** n):
+            s, x = "", i
+            for _ in range(n):
+                s, x = chr(97 + x % 26) + s, x // 26
+            if s not in taken:
+                yield s
+        n += 1
+
+
 # ---------------------------------------------------------------------------------------------
 # header and manifest-bytes strategies
 

@@ -12,8 +12,11 @@ repeated field (graph nodes, initializers, inputs, outputs, value_info, a node's
 subgraphs' contents, functions, opsets, metadata, a tensor's dims...) removed in halving chunks,
 last first (consumers go before their producers; the nodes that read what removed nodes made read
 the graph's first input instead); a node input rewired to the graph's first input (so the producers
-in front of a failing node can go); ``doc_string`` and the producer fields cleared. Generic over the
-protobuf descriptors, so nested graphs (If/Loop/Scan bodies) shrink like the main graph.
+in front of a failing node can go); ``doc_string`` and the producer fields cleared; names (values,
+nodes, tensors, graphs) renamed to short tokens, consistently everywhere, in halving groups. Generic
+over the protobuf descriptors, so nested graphs (If/Loop/Scan bodies) shrink like the main graph.
+The main graph keeps one output (when IN has one), and an output whose value a reduction removes
+reads the last value still defined instead, so OUT's outputs name values it has.
 
 External data: candidates are tested in a temporary folder holding sparse stand-ins (same size,
 no bytes) for the weights files IN names inside its folder, so a location or a range still resolves
@@ -30,11 +33,17 @@ import tempfile
 import time
 
 from ..format.errors import FormatError, Kind
-from .shrink_bytes import Budget
+from .shrink_bytes import Budget, short_names
 
 _DIGITS = re.compile(r"\d+")
 _CLEAR = ("doc_string", "producer_name", "producer_version", "domain", "model_version")
 """Scalar fields set back to their default when that keeps the failure."""
+_NAMES = {"NodeProto": ("input", "output", "name"), "ValueInfoProto": ("name",), "TensorProto": ("name",),
+          "GraphProto": ("name",), "TensorAnnotation": ("tensor_name",), "FunctionProto": ("input", "output")}
+"""The string fields holding names (renamed to short tokens); op types, domains, attribute names and
+external-data entries are not names."""
+MAIN_GRAPH = (("graph", None),)
+"""The path of the model's graph (:func:`_resolve`)."""
 
 
 class OnnxTester:
@@ -182,6 +191,8 @@ class OnnxShrinker:
         trial.CopyFrom(self.model)
         if mutate(trial) is False:
             return False
+        if not _fix_outputs(trial.graph, _undefined_outputs(self.model.graph)):
+            return False
         data = trial.SerializeToString()
         if len(data) >= self.size + (0 if smaller else 64):
             return False
@@ -194,7 +205,7 @@ class OnnxShrinker:
         changed = True
         while changed:
             # tensors first: every later test then writes and reads a small file, not IN's weights
-            changed = self.tensors() | self.lists() | self.rewire() | self.scalars()
+            changed = self.tensors() | self.lists() | self.rewire() | self.scalars() | self.names()
             self.log(f"{self.model.ByteSize()} bytes, {self.test.tests} tests")
 
     def lists(self) -> bool:
@@ -214,11 +225,12 @@ class OnnxShrinker:
 
     def _reduce(self, path, name, n: int) -> bool:
         changed = False
-        size = n
+        floor = 1 if path == MAIN_GRAPH and name == "output" else 0  # the model keeps an output
+        size = n - floor
         while size >= 1:
             hi = n
-            while hi > 0:
-                lo = max(0, hi - size)
+            while hi > floor:
+                lo = max(floor, hi - size)
 
                 def cut(trial, lo=lo, hi=hi):
                     owner = _resolve(trial, path)
@@ -275,6 +287,46 @@ class OnnxShrinker:
                         stack.extend(path + ((fd.name, i),) for i in range(len(value)))
                     else:
                         stack.append(path + ((fd.name, None),))
+        return changed
+
+    def names(self) -> bool:
+        """Names renamed to ``a``, ``b``, ... (the same name the same token everywhere), all at once,
+        then in halving groups: the names the failure depends on (a checker message naming a node)
+        keep theirs."""
+        seen: dict = {}
+        for m, f, i in _name_slots(self.model):
+            seen.setdefault(getattr(m, f) if i is None else getattr(m, f)[i], None)
+        tokens = short_names(set(seen))
+        mapping = {}
+        for name in seen:
+            if len(name) > 1:
+                token = next(tokens)
+                if len(token) < len(name):
+                    mapping[name] = token
+        todo = list(mapping)
+
+        def rename(trial, group):
+            for m, f, i in list(_name_slots(trial)):
+                if i is None:
+                    if getattr(m, f) in group:
+                        setattr(m, f, mapping[getattr(m, f)])
+                elif getattr(m, f)[i] in group:
+                    getattr(m, f)[i] = mapping[getattr(m, f)[i]]
+
+        changed = False
+        k = max(1, len(todo))
+        while todo:
+            i = 0
+            while i < len(todo):
+                group = set(todo[i:i + k])
+                if self.attempt(lambda trial, group=group: rename(trial, group)):
+                    changed = True
+                    todo = todo[:i] + todo[i + k:]
+                else:
+                    i += k
+            if k == 1:
+                break
+            k = max(1, k // 2)
         return changed
 
     def tensors(self) -> bool:
@@ -352,6 +404,55 @@ def _rewire_removed(graph, lo: int, hi: int) -> None:
         for j, value in enumerate(n.input):
             if value in gone:
                 n.input[j] = source
+
+
+def _name_slots(msg):
+    """(message, field, index or None) of every name under ``msg`` (:data:`_NAMES`), in a fixed order."""
+    stack = [msg]
+    while stack:
+        m = stack.pop()
+        names = _NAMES.get(m.DESCRIPTOR.name, ())
+        for fd, value in m.ListFields():
+            if fd.name in names and fd.type == fd.TYPE_STRING:
+                if _repeats(fd):
+                    yield from ((m, fd.name, i) for i in range(len(value)))
+                elif value:
+                    yield m, fd.name, None
+            elif fd.message_type is not None:
+                if _repeats(fd):
+                    stack.extend(reversed(value))
+                else:
+                    stack.append(value)
+
+
+def _defined(graph) -> list[str]:
+    """The values ``graph`` defines, in order: inputs, initializers, sparse initializers, node outputs."""
+    out = [v.name for v in graph.input] + [t.name for t in graph.initializer]
+    out += [s.values.name for s in graph.sparse_initializer]
+    out += [o for n in graph.node for o in n.output]
+    return [v for v in out if v]
+
+
+def _undefined_outputs(graph) -> set:
+    known = set(_defined(graph))
+    return {o.name for o in graph.output if o.name not in known}
+
+
+def _fix_outputs(graph, undefined_before: set) -> bool:
+    """Outputs of ``graph`` whose value a reduction removed read the last value still defined that no
+    other output reads, so the candidate does not gain an undefined output (IN's own undefined outputs,
+    ``undefined_before``, stay as they are). False when no such value is left: the reduction is refused
+    (the last node's outputs then stay, the model's output naming one of them)."""
+    defined = _defined(graph)
+    known = set(defined)
+    lost = [i for i, o in enumerate(graph.output) if o.name not in known and o.name not in undefined_before]
+    taken = {o.name for o in graph.output}
+    spare = [v for v in reversed(dict.fromkeys(defined)) if v not in taken]
+    if len(spare) < len(lost):
+        return False
+    for i in lost:
+        graph.output[i].name = spare.pop(0)
+    return True
 
 
 _TYPED = ("float_data", "int32_data", "int64_data", "double_data", "uint64_data", "string_data")
