@@ -157,6 +157,46 @@ def test_values_beyond_the_float32_work_range(scale):
         assert math.isclose(getattr(delta, key), ref[key], rel_tol=1e-6), key
 
 
+@pytest.mark.parametrize("code", [1, 10, 16])
+def test_max_rel_with_sign_flips_and_zeros_in_float32_work(code, monkeypatch):
+    """max_rel comes from t = (b − a)/(b + a) in float32 (2|t|/(1 + |t|)): sign flips either way, b = -a
+    (ratio 2, t infinite), a = 0 or b = 0 (ratio 1) and two zeros (left out) must all come out right there,
+    without the float64 redo."""
+    rng = np.random.default_rng(code + 7)
+    a = rng.standard_normal(20_000) * 0.02
+    b = a * (1 + 0.01 * rng.standard_normal(20_000))
+    monkeypatch.setattr(T, "_float_exact", lambda *args: pytest.fail("redone in float64"))
+    cases = {"flip, |b| > |a|": (0.5, -0.75), "flip, |b| < |a|": (0.5, -0.3), "b = -a": (0.25, -0.25),
+             "a = 0": (0.0, 0.01), "b = 0": (0.01, 0.0), "two zeros": (0.0, -0.0)}
+    for k, (name, (x, y)) in enumerate(cases.items()):
+        va, vb = a.copy(), b.copy()
+        va[100 + k], vb[100 + k] = x, y
+        ta, tb = tensor("w", va, code), tensor("w", vb, code)
+        delta = compare(ta, tb)
+        ref = reference(ta.values(), tb.values())
+        for key in ("rel_l2", "cosine", "mean_abs", "max_abs", "max_rel"):
+            assert math.isclose(getattr(delta, key), ref[key], rel_tol=1e-6), (name, key, getattr(delta, key), ref[key])
+        assert delta.nonfinite == 0
+
+
+@pytest.mark.parametrize("top", [1.0, 200.0, 65504.0])  # 200: Σa² ~1.6e9, one Inf in b leaves cosine > 1/2
+@pytest.mark.parametrize("special", [None, np.inf, -np.inf, np.nan])
+def test_float16_nan_inf_in_b_small_or_near_the_largest_values(special, top):
+    """float16's NaN/Inf are found from Σa² and Σ(b − a)² (a bit-moved NaN/Inf squares to 2^32 or more); large
+    finite values (Σa² past 2^31) are looked at one by one instead: counted right either way, also when
+    only b holds one."""
+    rng = np.random.default_rng(11)
+    a = (rng.uniform(-top, top, 120_000)).astype(np.float16)
+    b = (a.astype(np.float32) * (1 + 0.001 * rng.standard_normal(120_000))).clip(-65504, 65504).astype(np.float16)
+    if special is not None:
+        b[1234] = special
+    delta = compare(tensor("w", a, 10), tensor("w", b, 10))
+    ref = reference(a, b)
+    assert delta.nonfinite == ref["nonfinite"] == (0 if special is None else 1)
+    for key in ("rel_l2", "cosine", "mean_abs", "max_abs", "max_rel"):
+        assert math.isclose(getattr(delta, key), ref[key], rel_tol=1e-6), key
+
+
 def test_unrelated_tensors_cosine_near_zero():
     """Where Σab would be derived with cancellation (cosine ~ 0), it is computed directly."""
     rng = np.random.default_rng(2)

@@ -23,9 +23,9 @@ How (measured on the 4 GiB benchmark model, 2 cores): float16/bfloat16/float32 (
 products of :data:`ROW` elements (numpy's einsum, not BLAS: np.vecdot's OpenBLAS sdot rounds
 differently per OPENBLAS_CORETYPE; each row exact to ~1e-7) added in float64, stretches merged in
 byte order (the same figures on every run and kernel).
-A slice whose values could leave float32's safe range for squares (beyond 2^±50), or that
-holds a NaN/Inf, is redone in float64 with the non-finite pairs masked out; float64 and
-complex tensors always take that path.
+A slice whose float32 sums show a NaN/Inf, an overflow or too much underflow (see :func:`_sound`)
+is redone in float64 with the non-finite pairs masked out; float64 and complex tensors always
+take that path. ``max_rel`` comes from (b − a)/(b + a) (:func:`_max_rel`).
 
 No UI here; cancellation is a plain ``threading.Event``.
 """
@@ -46,7 +46,7 @@ from .diff_pages import check_files, flush, release
 from .diff_result import DiffCancelled, json_number
 from .diff_skip import check_sizes
 
-__all__ = ["CHUNK", "THREADS", "DataDelta", "compare_data", "compare_tensors", "tensor_norms", "delta_histogram"]
+__all__ = ["CHUNK", "THREADS", "DataDelta", "compare_data", "compare_tensors", "tensor_norms"]
 
 CHUNK = 6 << 20
 """Bytes compared per step (6 MiB: a multiple of 8 for ``uint64`` views and of 3 for 6-bit elements)."""
@@ -54,8 +54,12 @@ CHUNK = 6 << 20
 SLICE = 256 << 10
 """Elements decoded at once inside a differing chunk (bounds the scratch memory: ~5 MiB per thread)."""
 
-ROW = 512
-"""Elements per float32 dot product; the products are summed in float64."""
+ROW = 256
+"""Elements per float32 dot product; the products are summed in float64 (einsum: 0.160 ns an element in rows of
+256, 0.173 in rows of 512)."""
+
+SUM_ROW = 512
+"""Elements per float32 sum (Σ|b − a|; einsum: 0.071 ns an element in rows of 512, 0.080 in rows of 256)."""
 
 SEGMENT = 8 * CHUNK
 """Bytes per unit of work: larger tensors are split between threads, smaller ones grouped."""
@@ -63,8 +67,8 @@ SEGMENT = 8 * CHUNK
 THREADS = 2
 """Threads comparing tensor data."""
 
-_SAFE = 2.0 ** 50
-"""Float32 work stays exact enough while values and differences stay within 2^-50..2^50."""
+_TINY = 2.0 ** -100
+"""A float32 sum of n squares under n·_TINY may have lost terms to underflow: redone in float64."""
 
 _F16_SCALE = np.float32(2.0 ** 112)
 _F16_MASK = np.int32(-0x70000001)  # 0x8FFFFFFF: sign and the 28 low bits of the shifted half
@@ -222,13 +226,13 @@ class _Scratch(threading.local):
 _scratch = _Scratch()
 
 
-def _dot(x: np.ndarray, y: np.ndarray | None = None) -> float:
-    """Σ x·y (``y`` None: Σ x) of float32 vectors: float32 sums of :data:`ROW` products (einsum, not BLAS: see
-    the module docstring; ~0.2 ns per element, vecdot's sdot ~0.13; Σ x ~0.08, np.add.reduce ~0.16), added
+def _dot(x: np.ndarray, y: np.ndarray | None = None, row: int = ROW) -> float:
+    """Σ x·y (``y`` None: Σ x) of float32 vectors: float32 sums of ``row`` products (einsum, not BLAS: see
+    the module docstring; ~0.16 ns per element, vecdot's sdot ~0.09; Σ x ~0.07, np.add.reduce ~0.16), added
     in float64."""
-    k = x.size - x.size % ROW
-    rows = (x[:k].reshape(-1, ROW),) if y is None else (x[:k].reshape(-1, ROW), y[:k].reshape(-1, ROW))
-    s = float(np.einsum("ij->i" if y is None else "ij,ij->i", *rows).sum(dtype=np.float64)) if k else 0.0
+    k = x.size - x.size % row
+    rows = (x[:k].reshape(-1, row),) if y is None else (x[:k].reshape(-1, row), y[:k].reshape(-1, row))
+    s = float(np.add.reduce(np.einsum("ij->i" if y is None else "ij,ij->i", *rows), dtype=np.float64)) if k else 0.0
     if k < x.size:
         s += float(np.add.reduce(x[k:].astype(np.float64) * (1 if y is None else y[k:])))
     return s
@@ -242,60 +246,83 @@ def _as_f32(vals: np.ndarray, bits: np.ndarray, info: DType, out: np.ndarray, tm
     if info.code == DataType.FLOAT16:  # float16 by its bits: sign-extend, move the exponent and mantissa up, rescale
         t = tmp[:n]
         np.copyto(t, bits.view(np.int16), casting="unsafe")  # sign-extended (0.30 ns/element with the shift in place,
-        np.left_shift(t, 13, out=t)  # 0.37-0.45 for a shift that widens as it goes)
-        np.bitwise_and(t, _F16_MASK, out=t)
+        np.left_shift(t, 13, out=t)  # 0.37-0.45 for a shift that widens as it goes; a 65,536-entry table through
+        np.bitwise_and(t, _F16_MASK, out=t)  # np.take: 0.93)
         return np.multiply(t.view(np.float32), _F16_SCALE, out=out[:n])
     np.copyto(out[:n], vals, casting="unsafe")
     return out[:n]
 
 
-def _float_fast(xa: np.ndarray, xb: np.ndarray, equal: bool, hi: float, st: _Sums) -> bool:
+def _sound(s: float, n: int) -> bool:
+    """Whether a float32 sum of ``n`` squares (or products bounded by them) kept float32's precision: finite (no
+    NaN/Inf met, nothing overflowed) and at least n·2^-100, so what underflow dropped (under 2^-150 a term) is
+    under 2^-50 of it."""
+    return n * _TINY <= s < math.inf
+
+
+def _float_fast(xa: np.ndarray, xb: np.ndarray, equal: bool, f16: bool, st: _Sums) -> bool:
     """Metrics of one slice in float32 work arrays; False (nothing counted) when it needs float64.
 
-    ``xb`` may be overwritten. Σb² and Σab come from Σa², Σa(b − a) and Σ(b − a)² (three dot
-    products instead of five); where that would cancel (b much smaller than a, or cosine
-    under 1/2) the slice goes to float64 instead.
+    Σb² and Σab come from Σa², Σa(b − a) and Σ(b − a)² (three dot products instead of five);
+    where that would cancel (b much smaller than a, or cosine under 1/2) the slice goes to
+    float64 instead. Whether float32 was enough is read off the sums (a NaN/Inf, an overflow or
+    an underflow shows there: no pass over the values for it); float16's NaN/Inf, which the bit
+    move makes finite (>= 65536), show as squares of at least 2^32 (float16's squares and
+    differences never leave float32's range). ``max_rel``: see :func:`_max_rel`.
     """
     n = xa.size
     f = _scratch.f
-    mag = f[2][:n]
-    np.abs(xa, out=mag)
     if equal:
-        big = float(mag.max()) if n else 0.0
-        if not big <= hi or 0 < big < 1 / _SAFE:
-            return False
         s = _dot(xa, xa)
+        if not (_f16_finite(xa, s, 0.0) if f16 else _sound(s, n)):
+            return False
         st.aa += s
         st.bb += s
         st.ab += s
         st.finite += n
         return True
     d = np.subtract(xb, xa, out=f[3][:n])
-    np.maximum(mag, np.abs(xb, out=f[1][:n]), out=mag)
-    big = float(mag.max()) if n else 0.0
-    if not big <= hi or 0 < big < 1 / _SAFE:
+    aa, ad, dd = _dot(xa, xa), _dot(xa, d), _dot(d, d)
+    if not (_f16_finite(xa, aa, dd, xb) if f16 else _sound(aa, n) and _sound(dd, n) and math.isfinite(ad)):
         return False
-    ad = _dot(xa, d)
-    np.abs(d, out=d)
-    dmax = float(d.max()) if n else 0.0
-    if 0 < dmax < 1 / _SAFE:
-        return False
-    aa, dd = _dot(xa, xa), _dot(d, d)
     bb, ab = aa + 2 * ad + dd, aa + ad
     if bb < aa / 2 or ab < math.sqrt(max(aa * bb, 0.0)) / 2:
         return False
+    rel = _max_rel(d, xa, xb, f[2][:n])
+    np.abs(d, out=d)
     st.aa += aa
     st.bb += bb
     st.ab += ab
     st.dd += dd
-    st.abs += _dot(d)
+    st.abs += _dot(d, row=SUM_ROW)
     st.finite += n
-    np.divide(d, mag, out=mag)  # 0/0 (both zero) is NaN, which fmax skips
-    rel = float(np.fmax.reduce(mag)) if n else 0.0
-    st.max_abs = max(st.max_abs, dmax)
+    st.max_abs = max(st.max_abs, float(np.maximum.reduce(d)))
     if rel == rel:
         st.max_rel = max(st.max_rel, rel)
     return True
+
+
+def _f16_finite(xa: np.ndarray, aa: float, dd: float, xb: np.ndarray | None = None) -> bool:
+    """Whether float16 values widened by their bits hold no NaN/Inf (those come out as 65536 or more): sure when
+    Σa² and (‖a‖ + ‖b − a‖)² (at least Σb²) stay under 2^31; else each side's largest magnitude is looked at."""
+    if aa < 2.0 ** 31 and (math.sqrt(aa) + math.sqrt(dd)) ** 2 < 2.0 ** 31:
+        return True
+    return all(float(np.fmax.reduce(np.abs(x))) <= _F16_FINITE for x in (xa, xb) if x is not None)
+
+
+def _max_rel(d: np.ndarray, xa: np.ndarray, xb: np.ndarray, work: np.ndarray) -> float:
+    """max |b − a| / max(|a|, |b|) over the slice (NaN when every pair is two zeros), from t = (b − a)/(b + a).
+
+    That ratio is 2|t| / (1 + |t|) for every pair, sign flips included (b = -a: t = ±inf, ratio 2), so
+    the largest comes from the smallest and the largest t: an addition, a division and two reductions,
+    0.37 ns an element (|a|, |b|, their maximum, a division and a reduction: 0.45). Each of the three
+    float32 operations is rounded once on exact inputs (b + a is exact where it cancels): t is right to
+    ~2e-7. ``work`` is a scratch array of the slice's size.
+    """
+    t = np.add(xa, xb, out=work)
+    np.divide(d, t, out=t)  # 0/0 (both zero) is NaN, which fmax/fmin skip
+    big = max(-float(np.fmin.reduce(t)), float(np.fmax.reduce(t)))
+    return 2.0 if big == math.inf else 2 * big / (1 + big)
 
 
 def _float_exact(va: np.ndarray, vb: np.ndarray, st: _Sums) -> None:
@@ -365,10 +392,9 @@ def _slice(ra: np.ndarray, rb: np.ndarray, elem0: int, n: int, info: DType, st: 
         return
     if info.bits <= 32 and not np.iscomplexobj(va):
         f = _scratch.f
-        hi = _F16_FINITE if info.code == DataType.FLOAT16 else _SAFE
         xa = _as_f32(va, ba, info, f[0], _scratch.i)
         xb = xa if not cnt else _as_f32(vb, bb, info, f[1], _scratch.i)
-        if _float_fast(xa, xb, not cnt, hi, st):
+        if _float_fast(xa, xb, not cnt, info.code == DataType.FLOAT16, st):
             return
     _float_exact(va, vb, st)
 
@@ -559,32 +585,3 @@ def tensor_norms(tensors: Sequence[Tensor], *, threads: int = THREADS,
         return []
     with ThreadPoolExecutor(max_workers=max(1, threads), thread_name_prefix="omv-diff") as pool:
         return list(pool.map(lambda t: _norm(t, cancel), tensors))
-
-
-def delta_histogram(a: Tensor, b: Tensor, bins: int = 32, cancel: threading.Event | None = None,
-                    limit: int = 1 << 22) -> tuple[np.ndarray, float, float, int] | None:
-    """A histogram of b − a over finite pairs: (counts, low edge, high edge, values counted).
-
-    At most ``limit`` element pairs, evenly spaced (else the whole tensor); ``None`` for non-float or empty.
-    """
-    info = DTYPES.get(a.dtype)
-    if info is None or not info.is_float or a.count == 0 or a.is_string:
-        return None
-    step = max(1, a.count // limit)
-    va, vb = a.values().reshape(-1), b.values().reshape(-1)
-    if cancel is not None and cancel.is_set():
-        raise DiffCancelled()
-    work = np.complex128 if np.iscomplexobj(va) else np.float64
-    xa, xb = va[::step].astype(work), vb[::step].astype(work)
-    with np.errstate(all="ignore"):
-        d = xb - xa
-        if work is np.complex128:
-            d = np.abs(d)
-    d = d[np.isfinite(d)]
-    if d.size == 0:
-        return np.zeros(bins, np.int64), 0.0, 0.0, 0
-    lo, hi = float(d.min()), float(d.max())
-    if lo == hi:
-        lo, hi = lo - 0.5, hi + 0.5
-    counts, _ = np.histogram(d, bins=bins, range=(lo, hi))
-    return counts, lo, hi, int(d.size)

@@ -489,7 +489,7 @@ class DiffApp(HexPanes, DiffActions, SearchActions, App[int]):
 
     @work(thread=True, exclusive=True, group="histogram")
     def _histogram(self, dn: DiffNode) -> None:
-        from ..analysis.diff_tensors import delta_histogram
+        from ..analysis.diff_histogram import delta_histogram
 
         try:
             h = delta_histogram(dn.a, dn.b, cancel=self._cancel)
