@@ -409,6 +409,31 @@ def test_diff_documents_lists_onnx_equivalence():
                    "not_compared": []}
 
 
+def test_identical_nodes_make_the_same_tree_as_the_full_comparison(monkeypatch):
+    """Nodes found identical skip the field-by-field comparison (``_same_node``: the fast path for a model
+    against its converted twin); the side-by-side tree must not change: every entry, attributes and
+    subgraphs included, with the same ``where``, status and records."""
+    from onemodel_viewer.analysis import diff_structure as S
+
+    def entries(r: D.DiffResult) -> list:
+        return [(n.where, n.status, type(n.a).__name__, type(n.b).__name__, len(n.children)) for n in r.root.walk()]
+
+    m = base_model()
+    changed = replace_node(m, 2, attributes=(Attribute("strides", AttrType.INTS, (1, 2)), Attribute("group", AttrType.INT, 1)))
+    fast = [entries(D.diff_models(m, other)) for other in (base_model(), changed)]
+    calls = []
+
+    def never(a, b) -> bool:
+        calls.append(a)
+        return False
+
+    monkeypatch.setattr(S, "_same_node", never)
+    slow = [entries(D.diff_models(m, other)) for other in (base_model(), changed)]
+    assert calls and fast == slow
+    assert ('graph.nodes["conv1"].attributes["strides"]', "changed", "Attribute", "Attribute", 0) in fast[1]
+    assert ('graph.nodes["act"].attributes["alpha"]', "equal", "Attribute", "Attribute", 0) in fast[0]
+
+
 def test_core_does_not_import_ui():
     import subprocess
 
