@@ -216,27 +216,6 @@ async def test_export_npy_round_trip(viewer, models, tmp_path):
         np.testing.assert_array_equal(np.load(tmp_path / "bf.npy").view(ml_dtypes.bfloat16), init(app, "bf").values())
 
 
-async def test_keys_typed_before_the_export_prompt_has_the_focus_reach_it(viewer, models, tmp_path):
-    """Keys sent at once after e (tmux, fast typing) went to the tree below the prompt: ctrl+u and enter
-    reached the prompt, the path's characters were lost, and enter answered with an empty path."""
-    from textual import events
-
-    names = {"/": "slash", ".": "full_stop", "-": "minus", "_": "underscore"}
-    async with viewer(models["tensors"]) as pilot:
-        app = pilot.app
-        await viewer.select(pilot, init(app, "cube").where)
-        out = tmp_path / "typed-ahead-q.npy"  # q: the quit key, typed into the path
-        keys = [("e", "e"), ("ctrl+u", None)]
-        keys += [(names.get(c, c), c) for c in str(out)] + [("enter", None)]
-        for key, char in keys:  # all queued before the app handles the first
-            app.post_message(events.Key(key, char))
-        await viewer.settle(pilot)
-        await pilot.pause(0.2)
-        await viewer.settle(pilot)
-        assert out.exists()
-        np.testing.assert_array_equal(np.load(out), init(app, "cube").values())
-
-
 async def test_byte_inspector_stays_on_screen_at_80x24_with_the_statistics(viewer):
     """The inspector (and the hex rows) were laid out below the bottom of an 80x24 screen when the
     statistics panel was open: nothing of it could be seen."""

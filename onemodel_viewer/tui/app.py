@@ -164,8 +164,8 @@ class OneModelApp(BackgroundWork, SearchActions, InsightActions, EditActions, Ap
                 yield ByteInspector(id="inspector", classes="hidden")
         yield ScreenFooter()
 
-    def on_key(self, event: events.Key) -> None:
-        take_stray_key(self, event)  # a key typed before a prompt had the focus goes into it
+    async def on_key(self, event: events.Key) -> None:
+        await take_stray_key(self, event)  # a key sent to this screen before a prompt opened goes into it
 
     def on_mount(self) -> None:
         self.query_one("#tree").border_title = "Structure"

@@ -1,11 +1,25 @@
-"""A one-line prompt (go to offset, search): returns the text, or None when cancelled.
+"""A one-line prompt (go to offset, search, export, save as...): returns the text, or None when cancelled.
 
-Keys typed right after the key that opens a prompt (fast typing, a terminal multiplexer sending
-keys, type-ahead) were lost: Textual hands each key to the widget focused *when it arrives*, so
-those went to the tree of the screen below; on their way back up only the keys bound to
-something reached the prompt (ctrl+u, enter), the characters of the answer were dropped, and
-enter then answered with what was left. :func:`take_stray_key`, called from the app's
-``on_key``, types such a character into the prompt.
+Keys typed ahead (fast typing, a terminal multiplexer sending keys, keys sent in one burst) reach
+the prompt in the order typed. Textual gets in their way three times:
+
+- a key goes to the widget focused *when it arrives*: keys sent together with the key that opens
+  the prompt went to the widget of the screen below, and came back up to the app after the prompt
+  had opened (only those bound to something reached it);
+- keys that arrive after the prompt is pushed but before its input has the focus go to the prompt
+  screen itself;
+- a key binding is looked up only once the key has bubbled up to the app, one message queue per
+  level: with the input focused, the characters of a burst are typed at once while ``ctrl+u`` or
+  ``enter`` before them acts later (``ctrl+u`` erased the path typed after it, ``enter`` answered
+  with nothing).
+
+So the prompt's input acts on its own keys and on its bindings' (``ctrl+u``, ``backspace``,
+``enter``, ``escape``...) in its own queue, one key after the other. Until the input has the focus
+and has typed them, the keys the app sends to the prompt or to its input are held as they are sent
+(``post_message``: in the order they came, after the app's priority bindings had their turn), and
+:func:`take_stray_key` (the app's ``on_key``) holds those coming up from the screen below, to be
+typed first. Left out: a key of the screen below that comes up only after the input has typed the
+held keys is typed then, after keys sent later.
 """
 
 from __future__ import annotations
@@ -16,10 +30,53 @@ from textual import events
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
+from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Input, Label
 
 from .safe import safe_str
+
+
+class PromptInput(Input):
+    """The prompt's input: each key acts when the input takes it from its queue, bindings included."""
+
+    def __init__(self, prompt: "Prompt", **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.prompt = prompt
+
+    def post_message(self, message: Message) -> bool:
+        if isinstance(message, events.Key) and not self.prompt.ready:  # focused, the keys held not yet typed
+            self.prompt.hold(message)
+            return True
+        return super().post_message(message)
+
+    async def on_key(self, event: events.Key) -> None:
+        if await self.type_key(event.key, event.character):
+            event.stop()
+            event.prevent_default()  # not Input's own handling
+
+    def on_focus(self) -> None:
+        self.call_next(self._type_held)  # after Input's own focus handling (it selects the value)
+
+    async def _type_held(self) -> None:
+        while (key := self.prompt.next_held()) is not None:
+            await self.type_key(*key)
+        self.prompt.ready = True  # no await since the last look: a key sent now comes after them
+
+    async def type_key(self, key: str, character: str | None) -> bool:
+        """Act on one key as Textual would once it reached the app: the binding of the input, of the
+        prompt or of the screen first, else a printable character typed. Returns False for neither."""
+        active = self.screen.active_bindings.get(key)
+        if active is not None and active.enabled and not active.binding.priority:  # priority ones: the app's, already tried
+            await self.app.run_action(active.binding.action, active.node)
+            return True
+        if character is None or not character.isprintable():
+            return False
+        if self.selection.is_empty:
+            self.insert_text_at_cursor(character)
+        else:
+            self.replace(character, *self.selection)
+        return True
 
 
 class Prompt(ModalScreen[str | None]):
@@ -40,16 +97,38 @@ class Prompt(ModalScreen[str | None]):
         self._placeholder = placeholder
         self._value = value
         self._hint = hint
+        self.ready = False
+        """The input has the focus and has typed the keys held before."""
+        self._strays: list[tuple[str, str | None]] = []
+        """Keys sent to the screen below before the prompt opened (typed before those in ``_held``)."""
+        self._held: list[tuple[str, str | None]] = []
 
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Label(self._title, markup=False)
-            yield Input(value=self._value, placeholder=self._placeholder, id="prompt-input")
+            yield PromptInput(self, value=self._value, placeholder=self._placeholder, id="prompt-input")
             if self._hint:
                 yield Label(self._hint, markup=False)
 
     def on_mount(self) -> None:
-        self.query_one(Input).focus()
+        self.query_one(PromptInput).focus()
+
+    def post_message(self, message: Message) -> bool:
+        if isinstance(message, events.Key) and not self.ready:  # sent here while nothing had the focus
+            self.hold(message)
+            return True
+        return super().post_message(message)
+
+    def hold(self, event: events.Key, stray: bool = False) -> None:
+        """Keep ``event``'s key for the input (``stray``: it was sent to the screen below)."""
+        (self._strays if stray else self._held).append((event.key, event.character))
+
+    def next_held(self) -> tuple[str, str | None] | None:
+        """The earliest key held, taken off; None when none is left."""
+        for keys in (self._strays, self._held):
+            if keys:
+                return keys.pop(0)
+        return None
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()
@@ -59,21 +138,22 @@ class Prompt(ModalScreen[str | None]):
         self.dismiss(None)
 
 
-def take_stray_key(app: App, event: events.Key) -> bool:
-    """Type ``event``'s character into the focused Input when the key arrived before it had the focus.
+async def take_stray_key(app: App, event: events.Key) -> bool:
+    """Put into the open prompt a key that came up to the app while the prompt is open.
 
-    Called for a key that bubbled up to the app: a printable key typed into an Input stops there, so
-    one that reaches the app while an Input has the focus was sent to the widget focused before.
+    Called from the app's ``on_key`` (before Textual's own key handling, which is then skipped): such
+    a key was sent to a widget of the screen below before the prompt opened (or is one the prompt's
+    input passed on: neither bound nor printable, it is dropped again).
     """
-    inp = app.focused
-    if not isinstance(inp, Input) or not event.is_printable or event.character is None:
+    prompt = app.screen
+    if not isinstance(prompt, Prompt):
         return False
     event.stop()
     event.prevent_default()
-    if inp.selection.is_empty:
-        inp.insert_text_at_cursor(event.character)
+    if not prompt.ready:
+        prompt.hold(event, stray=True)
     else:
-        inp.replace(event.character, *inp.selection)
+        await prompt.query_one(PromptInput).type_key(event.key, event.character)
     return True
 
 
