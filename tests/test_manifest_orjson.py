@@ -424,6 +424,33 @@ def test_duplicates_deeper_than_orjson_writes_are_found():
     assert d == {"k": 2} and keys == ["k"]
 
 
+@given(members=st.lists(st.tuples(_KEYS, _json_text()), max_size=6),
+       items=st.integers(0, 5000))
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_duplicates_found_a_piece_at_a_time_like_at_once(members, items):
+    """with_duplicates(step=...) (the viewer's background job: ``orjson.dumps`` a piece at a time, never
+    the whole 10^6-node manifest in one call) finds the same repeated keys as the parse's own detection,
+    in objects reached through objects and inside arrays longer than a piece."""
+    inner = "{" + ",".join(f"{k}:{v}" for k, v in members) + "}"
+    text = ('{"graph":{"nodes":[' + ",".join(['{"op":"Relu","in":["x:y"]}'] * items + [inner]) + "]},"
+            + ",".join(f"{k}:{v}" for k, v in members) + (',' if members else '') + '"z":1}').encode()
+    at_once = M.parse(text)
+    steps: list = []
+    later = M.with_duplicates(text, M.parse(text, duplicates=False), step=lambda: steps.append(1) and False)
+    assert later.checked_duplicates and not later.compact
+    assert _reachable_dups(later) == _reachable_dups(at_once) == _reference_dups(text)
+    assert len(steps) >= items // M._PIECE
+
+
+def test_duplicates_a_piece_at_a_time_prove_without_the_walk_and_stop_when_asked(monkeypatch):
+    walked: list = []
+    monkeypatch.setattr(M, "_duplicate_keys", lambda data: walked.append(1) or [])
+    text = b'{"k:":{"a":"b:c"},"graph":{"nodes":[' + b",".join([b'{"op":"Relu","x\\u003a":[":"]}'] * 5000) + b"]}}"
+    parsed = M.parse(text, duplicates=False)
+    assert M.with_duplicates(text, parsed, step=lambda: False).duplicates == [] and walked == []
+    assert M.with_duplicates(text, parsed, step=lambda: True) is None
+
+
 def test_duplicate_finding_of_a_key_repeated_100000_times(tmp_path):
     text = json.dumps(model())[:-1].encode() + b',"x":{' + b",".join([b'"k":0'] * 100_000) + b"}}"
     doc = open_path(write(tmp_path, pack(text)), mode="diagnose")

@@ -285,3 +285,37 @@ def test_direct_readers_never_wait_for_a_big_graphs_facts(monkeypatch):
         assert facts.known(g) is None  # nothing computed for it meanwhile
         facts.of(g)
         assert ins.direct_uses(g, name)
+
+
+@aio
+async def test_duplicate_keys_are_found_by_the_background_job(monkeypatch, tmp_path):
+    """The viewer's open leaves ``duplicate-key`` to the background job (a 10^6-node manifest: 0.24 s
+    off the first screen); the finding then arrives in the document, the findings group and the info bar,
+    and the job lets the parse go."""
+    import json
+
+    from onemodel_viewer.tui.info_bar import InfoBar
+    from onemodel_viewer.tui.structure_tree import StructureTree
+    from test_reader_util import model, pack, write
+
+    text = json.dumps(model())[:-1].encode() + b',"x":{"k":0,"k":1}}'
+    path = str(write(tmp_path, pack(text)))
+    reached, go = hold_job(monkeypatch)
+    app = make_app(path)
+    assert app.unchecked_manifest is not None
+    assert not [f for f in app.document.findings if f.code == "duplicate-key"]  # not looked for at open
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(reached, pilot)
+            await pilot.pause()
+            assert app.unchecked_manifest is None
+            [f] = [f for f in app.document.findings if f.code == "duplicate-key"]
+            assert f.where == "manifest.x.k" and f.offset == 64 + text.rindex(b'"k"') + 4
+            n = len(app.document.findings)
+            assert f"{n} finding" in app.query_one("#infobar", InfoBar).render().plain
+            [group] = [e for e in app.query_one(StructureTree).roots if e.key == "findings"]
+            assert f"({n})" in str(group.label)
+            go.set()
+            await wait_for_workers(app)
+    finally:
+        go.set()

@@ -85,20 +85,25 @@ BULK_NODES = 32
 """Graphs with at least this many nodes, all stored as writers store them (:func:`.builder.plain_nodes`), get a lazily built :class:`~.schema.NodeList`."""
 
 
-def duplicate_key_findings(manifest: bytes, base: int = 64, parsed: _manifest.Parsed | None = None) -> list[Finding]:
+def duplicate_key_findings(manifest: bytes, base: int = 64, parsed: _manifest.Parsed | None = None,
+                           step=None) -> list[Finding] | None:
     """``duplicate-key`` findings of a manifest that parses (else []).
 
-    ``parsed``: the manifest's parse with its duplicate keys detected (:func:`.manifest.with_duplicates`),
-    which spares parsing it again.
+    ``parsed``: the manifest's parse, which spares parsing it again; its duplicate keys are detected
+    now if they were not (:func:`.manifest.with_duplicates`, with ``step``: a piece at a time; None
+    when ``step()`` said stop).
     """
     report = Reporter(False, LOCATE_CAP)
     report.manifest = manifest
     report.base = base
-    if parsed is None or not parsed.checked_duplicates:
+    if parsed is None:
         try:
             parsed = _manifest.parse(manifest, base)
         except FormatError:
             return []
+    parsed = _manifest.with_duplicates(manifest, parsed, step)
+    if parsed is None:
+        return None
     _finding_duplicates(report, parsed)
     return report.findings
 
@@ -152,14 +157,16 @@ def open_path(path, mode: str = "strict") -> Document:
     return _open(path, mode, None)
 
 
-def open_with_manifest(path, mode: str = "diagnose") -> tuple[Document, _manifest.Parsed | None]:
+def open_with_manifest(path, mode: str = "diagnose", duplicates: bool = True) -> tuple[Document, _manifest.Parsed | None]:
     """:func:`open_path`, plus the parsed manifest JSON when the OneModel reader parsed one.
 
     ``--check`` uses the parsed value to prove the manifest canonical cheaply
     (:func:`onemodel_viewer.analysis.layout.noncanonical`); plain opens drop it.
+    ``duplicates=False``: a diagnose open leaves ``duplicate-key`` to the caller, as a strict open
+    does (``parsed.checked_duplicates`` False: :func:`duplicate_key_findings` finds them from it).
     """
     keep: list = []
-    doc = _open(path, mode, keep)
+    doc = _open(path, mode, keep, duplicates)
     return doc, (keep[0] if keep else None)
 
 
@@ -176,7 +183,7 @@ def open_storage(path, storage, mode: str = "diagnose") -> Document:
     return doc
 
 
-def _open(path, mode: str, keep: list | None) -> Document:
+def _open(path, mode: str, keep: list | None, duplicates: bool = True) -> Document:
     if mode not in ("strict", "diagnose"):
         raise ValueError(f"mode must be 'strict' or 'diagnose', not {mode!r}")
     path = os.fspath(path)
@@ -199,7 +206,7 @@ def _open(path, mode: str, keep: list | None) -> Document:
 
             return import_onnx(path, mode=mode)
         doc = Document(path, "onemodel", storage.size, storage=storage, mode=mode)
-        _read(doc, first, report, keep)
+        _read(doc, first, report, keep, duplicates)
     except FormatError:
         storage.close()
         raise
@@ -208,7 +215,7 @@ def _open(path, mode: str, keep: list | None) -> Document:
     return doc
 
 
-def _read(doc: Document, first: bytes, report: Reporter, keep: list | None = None) -> None:
+def _read(doc: Document, first: bytes, report: Reporter, keep: list | None = None, duplicates: bool = True) -> None:
     storage = doc.storage
     size = storage.size
     verdict = _header.check(first, size, report)
@@ -233,7 +240,7 @@ def _read(doc: Document, first: bytes, report: Reporter, keep: list | None = Non
     report.manifest = data
     try:
         with paused_gc():  # ~10^5 records that all stay alive: collecting during the build is ~1/3 of an open
-            built = _with_stack_room(_parse_and_build, data, h, verdict, report, storage, keep)
+            built = _with_stack_room(_parse_and_build, data, h, verdict, report, storage, keep, duplicates)
     finally:
         # lazily built node lists keep the builder (and this reporter) alive: not the manifest bytes
         report.release_manifest()
@@ -273,11 +280,12 @@ def _with_stack_room(fn, *args):
     return result
 
 
-def _parse_and_build(data, h, verdict, report: Reporter, storage, keep: list | None):
+def _parse_and_build(data, h, verdict, report: Reporter, storage, keep: list | None, duplicates: bool = True):
     """The model of the manifest ``data`` (None when diagnose mode could not parse it)."""
     # Duplicate keys are findings; detecting them costs, so strict opens leave them to
-    # analysis.layout.all_findings (diagnose mode, used by --check and the viewer, finds them).
-    parsed = _manifest.parse(data, 64, duplicates=False) if report.strict else _parse_diagnose(data, report)
+    # analysis.layout.all_findings (diagnose mode, used by --check, finds them; the viewer's
+    # background job, after the first screen: 10^6 nodes, 0.24 s)
+    parsed = _manifest.parse(data, 64, duplicates=False) if report.strict else _parse_diagnose(data, report, duplicates)
     if parsed is None:
         return None
     _finding_duplicates(report, parsed)
@@ -297,9 +305,9 @@ def _parse_and_build(data, h, verdict, report: Reporter, storage, keep: list | N
     return model
 
 
-def _parse_diagnose(data: bytes, report: Reporter):
+def _parse_diagnose(data: bytes, report: Reporter, duplicates: bool = True):
     try:
-        return _manifest.parse(data, 64)
+        return _manifest.parse(data, 64, duplicates)
     except FormatError as e:
         report.problems.append(e.problem)
         return None

@@ -40,7 +40,7 @@ from ..format.errors import FormatError, Kind
 from ..format.schema import Tensor
 from ..format.storage import Storage
 from ..process import freeze_gc, pause_gc
-from .background import BackgroundWork
+from .background import BackgroundWork, open_for_viewer
 from .bytemap import ByteMap, FileMaps
 from .describe import Describer
 from .info_bar import InfoBar, count_nodes, count_tensors, document_parts
@@ -62,12 +62,6 @@ from .structure_tree import StructureTree
 EXIT_ENV = "ONEMODEL_VIEW_EXIT_AFTER_FIRST_SCREEN"
 LOCATE_DELAY = 0.15
 """Seconds a selection must stay before its manifest bytes are looked up."""
-
-
-def _open(path: str) -> Document:
-    from .. import format as omf
-
-    return omf.open(path, mode="diagnose")
 
 
 class OneModelApp(BackgroundWork, SearchActions, InsightActions, EditActions, App[int]):
@@ -495,10 +489,11 @@ class OneModelApp(BackgroundWork, SearchActions, InsightActions, EditActions, Ap
 
         self.push_screen(LayoutScreen(self.bytemap, self.document), done)
 
-    def load_document(self, doc: Document) -> None:
-        """Show another document (the old one is closed)."""
+    def load_document(self, doc: Document, unchecked: Any = None) -> None:
+        """Show another document (the old one is closed); ``unchecked``: see ``open_for_viewer``."""
         old = self.document
         self.document = doc
+        self.unchecked_manifest = unchecked
         self.path = doc.path
         self.current = None
         self._setup()
@@ -512,11 +507,11 @@ class OneModelApp(BackgroundWork, SearchActions, InsightActions, EditActions, Ap
         if not self.path:
             return
         try:
-            doc = _open(self.path)
+            doc, unchecked = open_for_viewer(self.path)
         except FormatError as e:
             self.notify(f"cannot reload: {safe_str(str(e), 200)}", severity="error", markup=False)
             return
-        self.load_document(doc)
+        self.load_document(doc, unchecked)
         self.notify("reloaded", timeout=2)
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
@@ -547,14 +542,17 @@ def make_app(path: str | None = None, *, document: Document | None = None,
     if exit_after_first_screen and document is None:
         pause_gc()  # as run_viewer does: the benchmark measures what users get
         resume = True
+    unchecked = None
     if document is None and path is not None:
         try:
-            document = _open(path)
+            document, unchecked = open_for_viewer(path)
         except BaseException:
             if resume:
                 freeze_gc()
             raise
-    return OneModelApp(document, path, exit_after_first_screen=exit_after_first_screen, resume_gc=resume)
+    app = OneModelApp(document, path, exit_after_first_screen=exit_after_first_screen, resume_gc=resume)
+    app.unchecked_manifest = unchecked
+    return app
 
 
 def _unopenable(doc: Document) -> bool:
@@ -565,7 +563,7 @@ def run_viewer(path: str) -> int:
     """Run the viewer on ``path``. A file that cannot be opened at all: message, exit 1."""
     pause_gc()
     try:
-        doc = _open(path)
+        doc, unchecked = open_for_viewer(path)
     except FormatError as e:
         freeze_gc()
         print(f"onemodel-view: {safe_str(path, 200)}: {safe_str(str(e), 400)}", file=sys.stderr)
@@ -583,6 +581,7 @@ def run_viewer(path: str) -> int:
         print(f"onemodel-view: {safe_str(path, 200)}: {safe_str(p.message, 400)}", file=sys.stderr)
         return 1
     app = make_app(path, document=doc)
+    app.unchecked_manifest = unchecked
     app.resume_gc_after_first_screen = True
     try:
         rc = run_app(app)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import Any
 
 from textual import events, work
 
@@ -31,11 +32,20 @@ from ..process import favour_ui_thread, freeze_gc
 from .info_bar import InfoBar
 from .structure_tree import StructureTree
 
-__all__ = ["BackgroundWork", "INPUT_HOLD", "JobCancel"]
+__all__ = ["BackgroundWork", "INPUT_HOLD", "JobCancel", "open_for_viewer"]
 
 INPUT_HOLD = 0.15
 """Seconds the background job waits after each key or click (the answer is drawn meanwhile)."""
 _INPUT = (events.Key, events.MouseDown, events.MouseScrollDown, events.MouseScrollUp)
+
+
+def open_for_viewer(path: str) -> tuple[Document, Any]:
+    """A diagnose open that leaves ``duplicate-key`` to the background job (10^6 nodes: 0.24 s off the
+    first screen), and the parse that job needs (None when there is nothing left to check)."""
+    from ..format.reader import open_with_manifest
+
+    doc, parsed = open_with_manifest(path, "diagnose", duplicates=False)
+    return doc, (parsed if parsed is not None and not parsed.checked_duplicates else None)
 
 
 class JobCancel(threading.Event):
@@ -59,6 +69,8 @@ class BackgroundWork:
 
     background_gc_held = False
     """True while the GC stays off for the running job (turned on, frozen, when it ends)."""
+    unchecked_manifest = None
+    """The document's parse while its duplicate keys are to be found (:func:`open_for_viewer`); the next job takes it."""
 
     def _start_background(self, *, hold_gc: bool = False) -> bool:
         """Work that needs the whole model (facts, insight, the search index, byte-level findings), in one thread.
@@ -75,20 +87,29 @@ class BackgroundWork:
         self._background_cancel = cancel = JobCancel()
         self.background_gc_held = self.background_gc_held or hold_gc
         favour_ui_thread(True)
-        self._background(doc, self.facts, cancel)
+        # in a list the job empties: the worker keeps its arguments to its end, and the parse must go
+        # before the node records are built (the raw nodes and the records together: ~1 GB more for 10^6)
+        unchecked, self.unchecked_manifest = [self.unchecked_manifest], None
+        self._background(doc, self.facts, cancel, unchecked)
         return True
 
     # the description: Textual's default is the repr of the arguments, and the repr of a document
     # walks its whole model (10^6 nodes: every node record built on the UI thread, ~9 s)
     @work(thread=True, exclusive=True, group="background", exit_on_error=False,
           description="background job: facts, insight, search index, findings")
-    def _background(self, doc: Document, facts: Facts, cancel: threading.Event) -> None:
+    def _background(self, doc: Document, facts: Facts, cancel: threading.Event, unchecked: list) -> None:
         """One thread, one task after the other: each busy thread takes the interpreter from the UI
         thread every few milliseconds (measured on a 10^6-node model: three at once made a key press
-        take ~2 s, one ~60 ms). ``cancel`` (set on quit and reload) stops it between and inside tasks."""
+        take ~2 s, one ~60 ms). ``cancel`` (set on quit and reload) stops it between and inside tasks.
+        ``unchecked``: ``[the open's parse, its duplicate keys still to be found, or None]``, emptied
+        by the first task."""
         # ``doc`` and ``facts`` are this document's: a reload replaces self.document/self.facts while
         # this thread runs on (it cannot be stopped), and its results must not land in the new ones
         try:
+            parsed = unchecked.pop()
+            if parsed is not None and doc is self.document and not cancel.is_set():
+                self._duplicate_findings(doc, parsed, cancel)
+            del parsed
             if doc.model is not None and doc is self.document and not cancel.is_set():
                 facts.of(doc.model.graph, step=cancel.is_set)
                 try:  # a big graph's detail was drawn without its links (Facts.quick): now with them
@@ -125,6 +146,25 @@ class BackgroundWork:
         if self.background_gc_held and cancel is self._background_cancel:
             self.background_gc_held = False
             freeze_gc()
+
+    def _duplicate_findings(self, doc: Document, parsed, cancel: threading.Event) -> None:
+        """``duplicate-key`` of the open's parse ``parsed`` (the viewer's open leaves them to this job)."""
+        from ..format.reader import duplicate_key_findings
+
+        if doc.manifest_span is None or doc.storage is None:
+            return
+        mo, ml = doc.manifest_span
+        try:
+            doc.storage.check()
+            with memoryview(doc.storage.buffer()) as mv, mv[mo : mo + ml] as data:  # read a piece at a time
+                found = duplicate_key_findings(data, mo, parsed, step=cancel.is_set)
+        except Exception:  # a changed file or a core bug: the app stays up
+            return
+        if found:
+            try:
+                self.call_from_thread(self._add_findings, doc, found)
+            except Exception:  # app shutting down
+                pass
 
     def _file_findings(self, doc: Document, cancel: threading.Event | None = None) -> None:
         """The findings that need the bytes (padding, unowned and shared bytes, canonical form): off the UI thread."""
