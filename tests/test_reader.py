@@ -451,11 +451,30 @@ def test_open_reads_only_header_and_manifest(tmp_path, monkeypatch):
     n = 1 << 20
     p = write(tmp_path, pack(model(graph(initializers=[tensor("w", 2, [n], 0, n)])), bytes(n)))
     reads = []
-    orig_read, orig_view = FileStorage.read, FileStorage.view
+    orig_read, orig_view, orig_span = FileStorage.read, FileStorage.view, FileStorage.span
     monkeypatch.setattr(FileStorage, "read", lambda self, o, l: reads.append((o, l)) or orig_read(self, o, l))
     monkeypatch.setattr(FileStorage, "view", lambda self, o, l: reads.append(("view", o, l)) or orig_view(self, o, l))
+    monkeypatch.setattr(FileStorage, "span", lambda self, o, l: reads.append(("span", o, l)) or orig_span(self, o, l))
     doc = open_path(p)
-    assert reads == [(0, 64), (64, doc.header.manifest_length)]
+    assert reads == [(0, 64), ("span", 64, doc.header.manifest_length)]
+
+
+def test_open_parses_the_mapping_itself_and_lets_it_go(tmp_path, monkeypatch):
+    """The manifest is parsed from the mapping, not from a copy (10^6 nodes: 139 MB fewer), and the
+    view is released at the end of the open: closing the document then unmaps the file."""
+    from onemodel_viewer.format import manifest as M
+
+    n = 1 << 20
+    p = write(tmp_path, pack(model(graph(initializers=[tensor("w", 2, [n], 0, n)])), bytes(n)))
+    seen = []
+    real = M.parse
+    monkeypatch.setattr(M, "parse", lambda data, *a, **k: seen.append(type(getattr(data, "obj", data))) or real(data, *a, **k))
+    for mode in ("strict", "diagnose"):
+        doc = open_path(p, mode)
+        assert seen == [mmap.mmap]
+        doc.close()
+        assert doc.storage.buffer().closed
+        seen.clear()
 
 
 def test_record_classes_are_the_schema_classes(tmp_path):

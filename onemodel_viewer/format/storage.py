@@ -74,6 +74,11 @@ class Storage:
         self.check()
         return bytes(memoryview(self.buffer())[offset : offset + length])
 
+    def span(self, offset: int, length: int) -> memoryview:
+        """``length`` bytes at ``offset`` as a read-only memoryview (bounds-checked): of the mapping
+        where there is one (no copy), else of a copy. Release it before closing the storage."""
+        return memoryview(self.read(offset, length))
+
     def close(self) -> None:
         pass
 
@@ -156,6 +161,15 @@ class FileStorage(Storage):
 
     def buffer(self):
         return self._mmap if self._mmap is not None else self._data
+
+    def span(self, offset: int, length: int) -> memoryview:
+        if self._mmap is None:
+            return super().span(offset, length)
+        if offset < 0 or length < 0 or offset + length > self.size:
+            raise FormatError(Kind.MALFORMED, self.label, offset, f"range {offset}+{length} outside {self.size} bytes")
+        self.check()
+        with memoryview(self._mmap) as whole:
+            return whole[offset : offset + length]
 
     def on_revoke(self, callback: Callable[[], None]) -> None:
         """Call ``callback()`` once the mapping is withdrawn (from the lease thread, not the caller's).
