@@ -197,6 +197,24 @@ def test_float16_nan_inf_in_b_small_or_near_the_largest_values(special, top):
         assert math.isclose(getattr(delta, key), ref[key], rel_tol=1e-6), key
 
 
+@pytest.mark.parametrize("code", [1, 16])
+def test_zero_initialised_a_stays_in_float32_work(code, monkeypatch):
+    """A zero Σa² in float32 is either all zeros (exact: kept) or everything underflowed (redone in float64):
+    a zero-initialised tensor that was trained must not take the float64 redo, and come out right."""
+    rng = np.random.default_rng(3)
+    a, b = np.zeros(50_000), rng.standard_normal(50_000) * 0.01
+    b[:1000] = 0.0  # zero pairs: left out of max_rel, counted everywhere else
+    monkeypatch.setattr(T, "_float_exact", lambda *args: pytest.fail("redone in float64"))
+    ta, tb = tensor("w", a, code), tensor("w", b, code)
+    delta = compare(ta, tb)
+    with np.errstate(all="ignore"):  # ‖a‖ = 0: the reference's rel_l2 and cosine divide by it
+        ref = reference(ta.values(), tb.values())
+    assert delta.rel_l2 == math.inf and delta.cosine is None and delta.max_rel == 1.0
+    for key in ("mean_abs", "max_abs"):
+        assert math.isclose(getattr(delta, key), ref[key], rel_tol=1e-6), key
+    assert math.isclose(delta.sum_bb, float(np.square(tb.values().astype(np.float64)).sum()), rel_tol=1e-6)
+
+
 def test_unrelated_tensors_cosine_near_zero():
     """Where Σab would be derived with cancellation (cosine ~ 0), it is computed directly."""
     rng = np.random.default_rng(2)

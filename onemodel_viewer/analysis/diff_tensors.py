@@ -253,11 +253,11 @@ def _as_f32(vals: np.ndarray, bits: np.ndarray, info: DType, out: np.ndarray, tm
     return out[:n]
 
 
-def _sound(s: float, n: int) -> bool:
-    """Whether a float32 sum of ``n`` squares (or products bounded by them) kept float32's precision: finite (no
-    NaN/Inf met, nothing overflowed) and at least n·2^-100, so what underflow dropped (under 2^-150 a term) is
-    under 2^-50 of it."""
-    return n * _TINY <= s < math.inf
+def _sound(s: float, x: np.ndarray) -> bool:
+    """Whether a float32 sum of the squares of ``x`` kept float32's precision: finite (no NaN/Inf met, nothing
+    overflowed) and at least n·2^-100, so what underflow dropped (under 2^-150 a term) is under 2^-50 of it;
+    or 0 with every value 0 (a zero-initialised tensor: looked at only then)."""
+    return x.size * _TINY <= s < math.inf or (s == 0 and not np.any(x))
 
 
 def _float_fast(xa: np.ndarray, xb: np.ndarray, equal: bool, f16: bool, st: _Sums) -> bool:
@@ -274,7 +274,7 @@ def _float_fast(xa: np.ndarray, xb: np.ndarray, equal: bool, f16: bool, st: _Sum
     f = _scratch.f
     if equal:
         s = _dot(xa, xa)
-        if not (_f16_finite(xa, s, 0.0) if f16 else _sound(s, n)):
+        if not (_f16_finite(xa, s, 0.0) if f16 else _sound(s, xa)):
             return False
         st.aa += s
         st.bb += s
@@ -283,7 +283,7 @@ def _float_fast(xa: np.ndarray, xb: np.ndarray, equal: bool, f16: bool, st: _Sum
         return True
     d = np.subtract(xb, xa, out=f[3][:n])
     aa, ad, dd = _dot(xa, xa), _dot(xa, d), _dot(d, d)
-    if not (_f16_finite(xa, aa, dd, xb) if f16 else _sound(aa, n) and _sound(dd, n) and math.isfinite(ad)):
+    if not (_f16_finite(xa, aa, dd, xb) if f16 else _sound(aa, xa) and _sound(dd, d) and math.isfinite(ad)):
         return False
     bb, ab = aa + 2 * ad + dd, aa + ad
     if bb < aa / 2 or ab < math.sqrt(max(aa * bb, 0.0)) / 2:
