@@ -11,15 +11,15 @@ between chunks, and reports progress. Three strategies, chosen by dtype:
   8-bit types count byte *pairs* as ``uint16``, which halves the work; 4- and 2-bit
   types count whole bytes and fold the nibbles/fields afterwards). Everything then
   follows exactly from at most 65,536 (count, value) pairs: min, max, mean, std,
-  NaN/Inf/zero counts and the histogram, with no rounding from summation order. The
-  finite patterns that occur, sorted by value (:mod:`.stats_patterns`): min/max are the
-  first/last and the histogram is a difference of cumulative counts at the bin edges.
-  The ``bincount`` (~1.3 ns per element; numpy widens the input to ``intp`` first) is
-  most of the time; a 288 KiB float16 tensor (147,456 values, ~190 us of ``bincount``) also
-  pays ~120 us for its 65,536-entry table (~250 us in a run over a whole model, where the
-  tables are no longer in cache) and ~35 us for its first values (:mod:`.stats_batch` runs
-  many such tensors side by side). Over the 1,044 float16 tensors of the 1G benchmark model
-  the tables and first values are ~40% of the CPU time.
+  NaN/Inf/zero counts and the histogram, with no rounding from summation order
+  (16-bit types: :mod:`.stats_rows`, rows of patterns in which the value is affine in the
+  column, exact integer sums; narrower types: :mod:`.stats_patterns`, the patterns sorted by
+  value). The ``bincount`` (~1.3 ns per element; numpy widens the input to ``intp`` first) is
+  most of the time; a 288 KiB float16 tensor (147,456 values, ~200 us of ``bincount``) also pays
+  for its 65,536-entry table (one int64 -> float64 copy and a 65,536 x 3 product, ~35 us, plus a
+  few dozen small numpy calls) and its first values (memoised per bit pattern).
+  :func:`compute_stats_group` (what :mod:`.stats_batch` runs on the many small tensors of a model)
+  reduces up to :data:`GROUP` such tables together, so the small calls are paid once per group.
 * **Two passes** for float32/float64, complex and 32/64-bit integers, each chunk cut
   into 1 MiB blocks so the several numpy passes over a block hit the cache. Pass 1
   (:mod:`.stats_kernel`) gives everything but the histogram: per block min, max, zeros, and
@@ -80,7 +80,8 @@ from . import stats_bins
 from .stats_bins import Binner, chunk_histogram
 from .stats_chunks import BLOCK_BYTES, Chunk, Driver, default_threads, scratch, split_chunks, unit_bytes
 from .stats_kernel import Figures, chunk_figures, values
-from .stats_patterns import pattern_stats, small_stats
+from .stats_patterns import pattern_counts, pattern_stats, small_stats
+from .stats_rows import rows_stats, table
 from .tensor_stats import BINS, FIRST, Cancelled, TensorStats, format_floats, format_value
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -89,7 +90,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..format.schema import Tensor
 
 __all__ = [
-    "BINS", "BLOCK_BYTES", "FIRST", "Cancelled", "TensorStats", "compute_stats", "format_value", "sample_spans",
+    "BINS", "BLOCK_BYTES", "FIRST", "Cancelled", "TensorStats", "compute_stats", "compute_stats_group", "format_value",
+    "sample_spans",
 ]
 
 SMALL = 16384
@@ -190,6 +192,68 @@ def compute_stats(
     """
     if histogram not in (True, False, "sampled"):
         raise ValueError(f"histogram must be True, False or 'sampled', not {histogram!r}")
+    start = _start(tensor, cancel, progress, chunk_bytes)
+    if isinstance(start, TensorStats):
+        return start
+    info, count, raw, chunks, first = start
+    if threads is None:
+        threads = default_threads()
+    if info.bits <= 16:
+        return pattern_stats(tensor, raw, info, count, chunks, first, cancel, progress, threads)
+    return _two_pass_stats(tensor, raw, info, count, chunks, first, cancel, progress, threads, histogram, on_summary)
+
+
+GROUP = 16
+""":func:`compute_stats_group` reduces the pattern counts of up to this many 16-bit tensors together."""
+
+
+def compute_stats_group(tensors: "Iterable[Tensor]", *, cancel: threading.Event | None = None,
+                        chunk_bytes: int = 8 << 20) -> list[TensorStats]:
+    """``[compute_stats(t, cancel=cancel, threads=1, chunk_bytes=chunk_bytes) for t in tensors]``, the same figures.
+
+    The 65,536 pattern counts of consecutive 16-bit tensors of one type go into one table and are reduced
+    together (:func:`~.stats_rows.rows_stats`), so the few dozen numpy calls of that step are paid once per
+    group, not per tensor (for the many small float16 tensors of a model: ~100 us each). Errors are
+    raised in the order of the tensors, as by ``compute_stats``.
+    """
+    import numpy as np
+
+    out: list[TensorStats | None] = []
+    pending: list[tuple[int, int, tuple[str, ...]]] = []  # (position, elements, first values), one type
+    info: DType | None = None
+
+    def flush() -> None:
+        if pending:
+            assert info is not None
+            stats = rows_stats(info, rows[: len(pending)], [p[1] for p in pending], [p[2] for p in pending])
+            for (i, _, _), st in zip(pending, stats):
+                out[i] = st
+            pending.clear()
+
+    rows = table(GROUP)
+    for t in tensors:
+        out.append(None)
+        start = _start(t, cancel, None, chunk_bytes)
+        if isinstance(start, TensorStats):
+            out[-1] = start
+            continue
+        t_info, count, raw, chunks, first = start
+        if t_info.bits != 16:
+            out[-1] = compute_stats(t, cancel=cancel, threads=1, chunk_bytes=chunk_bytes)
+            continue
+        if info is not t_info or len(pending) == GROUP:
+            flush()
+            info = t_info
+        counts = pattern_counts(t, raw, t_info, count, chunks, cancel, None, 1)
+        np.copyto(rows[len(pending)], counts, casting="unsafe")
+        pending.append((len(out) - 1, count, first))
+    flush()
+    return out  # type: ignore[return-value]
+
+
+def _start(tensor: "Tensor", cancel, progress, chunk_bytes: int) -> "TensorStats | tuple[DType, int, np.ndarray, list[Chunk], tuple[str, ...]]":
+    """The checks and figures every tensor starts with: the whole result for a string, empty or small tensor,
+    else its type, element count, bytes, chunks and first values."""
     info = DTYPES.get(tensor.dtype)
     if info is None:
         raise FormatError(Kind.UNSUPPORTED, tensor.where + ".dtype", None, f"unknown dtype {tensor.dtype}")
@@ -207,21 +271,16 @@ def compute_stats(
     raw = tensor.raw()
     if raw.size != expected:
         raise FormatError(Kind.INVALID_MODEL, tensor.where, tensor.file_offset, f"{raw.size} bytes readable, {expected} needed")
-    if threads is None:
-        threads = default_threads()
     chunk_bytes = max(1, int(chunk_bytes))
     first = _first_values(raw, info, count)
     if count == 0:
         return TensorStats(count, info.code, None, None, None, None, 0, 0, 0, 0, 0, (), None, first)
-    chunks = split_chunks(info, count, raw.size, unit_bytes(raw.size, chunk_bytes, info.bits))
     if info.bits <= 16 and count <= SMALL and raw.size <= chunk_bytes:
         stats = small_stats(raw, info, count, first)
         if progress is not None:
             progress(raw.size, raw.size)
         return stats
-    if info.bits <= 16:
-        return pattern_stats(tensor, raw, info, count, chunks, first, cancel, progress, threads)
-    return _two_pass_stats(tensor, raw, info, count, chunks, first, cancel, progress, threads, histogram, on_summary)
+    return info, count, raw, split_chunks(info, count, raw.size, unit_bytes(raw.size, chunk_bytes, info.bits)), first
 
 
 def _first_values(raw: "np.ndarray", info: DType, count: int) -> tuple[str, ...]:
@@ -230,11 +289,30 @@ def _first_values(raw: "np.ndarray", info: DType, count: int) -> tuple[str, ...]
         return ()
     if info.code == DataType.BOOL:
         return tuple("false" if b == 0 else "true" for b in raw[:k].tolist())
+    if info.bits == 16 and info.is_float:
+        return _first_floats16(raw, info, k)
     vals = decode(raw[: info.byte_length(k)], info, k)
     if info.is_float and not info.is_complex:
         return format_floats(vals, info.code)
     items = vals.tolist() if vals.dtype.kind in "iufc" and vals.dtype.isnative else list(vals)
     return tuple(format_value(v, info.code) for v in items)
+
+
+_FORMATTED: dict[int, dict[int, str]] = {}
+"""Per 16-bit float type: bit pattern -> its formatted value (at most 65,536 entries per type)."""
+
+
+def _first_floats16(raw: "np.ndarray", info: DType, k: int) -> tuple[str, ...]:
+    """``format_floats`` of the first ``k`` values of a float16/bfloat16 tensor, memoised per bit pattern
+    (the digit search was ~45 us of the ~480 us of a 288 KiB float16 tensor in a whole-model run)."""
+    import numpy as np
+
+    known = _FORMATTED.setdefault(info.code, {})
+    patterns = raw[: 2 * k].view(np.uint16).tolist()
+    new = [p for p in dict.fromkeys(patterns) if p not in known]
+    if new:
+        known.update(zip(new, format_floats(np.array(new, dtype=np.uint16).view(info.numpy), info.code)))
+    return tuple(known[p] for p in patterns)
 
 
 # ---------------------------------------------------------------------------- strings

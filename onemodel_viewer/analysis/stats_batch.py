@@ -4,7 +4,8 @@
 when it has several chunks; a tensor of a few MiB or less runs on one thread, and a model's weights are
 mostly such tensors (1,044 float16 tensors of 288 KiB to 4.5 MiB in the benchmark models). Here the
 tensors below :data:`ALONE_BYTES` are grouped into work units of about :data:`UNIT_BYTES` (whole tensors,
-in order) and the units run on the shared pool, one tensor per thread at a time; bigger tensors then
+in order) and the units run on the shared pool (:func:`~.stats.compute_stats_group`: the pattern tables of
+a unit's 16-bit tensors are reduced together); bigger tensors then
 run one after another, each spread over the threads as usual. The figures are those of
 ``compute_stats`` for each tensor, to the bit (same code, and its chunks do not depend on the thread count:
 :func:`~.stats_chunks.unit_bytes`). ``--stats`` (the
@@ -17,7 +18,7 @@ import threading
 from collections import deque
 from typing import TYPE_CHECKING, Callable, Iterable
 
-from .stats import compute_stats
+from .stats import compute_stats, compute_stats_group
 from .stats_chunks import default_threads, shared_pool
 from .tensor_stats import Cancelled, TensorStats
 
@@ -64,7 +65,7 @@ def compute_stats_many(
             raise Cancelled()
 
     def run(unit: list[int]) -> list[TensorStats]:
-        return [compute_stats(items[i], cancel=cancel, threads=1, chunk_bytes=chunk_bytes) for i in unit]
+        return compute_stats_group([items[i] for i in unit], cancel=cancel, chunk_bytes=chunk_bytes)
 
     small = [i for i, t in enumerate(items) if t.length < ALONE_BYTES or threads == 1]
     units: list[list[int]] = []

@@ -3,9 +3,10 @@
 One pass counts how often each bit pattern occurs (``bincount``; 8-bit types count byte *pairs* as
 ``uint16``, which halves the work; 4- and 2-bit types count whole bytes and fold the nibbles/fields
 afterwards). Everything then follows exactly from at most 65,536 (count, value) pairs: min, max,
-mean, std, NaN/Inf/zero counts and the histogram, with no rounding from summation order. The finite
-patterns that occur, sorted by value (:func:`_from_counts`): min/max are the first/last and the
-histogram is a difference of cumulative counts at the bin edges. The ``bincount`` (~1.3 ns per
+mean, std, NaN/Inf/zero counts and the histogram, with no rounding from summation order: for 16-bit
+types by :mod:`.stats_rows`; for narrower ones the finite patterns that occur, sorted by value
+(:func:`_from_counts`): min/max are the first/last and the histogram is a difference of cumulative
+counts at the bin edges. The ``bincount`` (~1.3 ns per
 element) is most of the time. Measured and not taken (numpy 2.4 on the 2-core benchmark machine):
 float16 -> float32 by ``astype`` is 2.3–4.3 ns per element there (the cast loop is not dispatched
 to F16C: the wheel's baseline is x86-64-v2), more than the whole count; a float path for bfloat16
@@ -23,6 +24,7 @@ from typing import TYPE_CHECKING
 
 from ..format.dtypes import DataType, DType, decode
 from .stats_chunks import BLOCK_BYTES, Chunk, Driver, blocks
+from .stats_rows import one_bin, pattern_values, row_stats
 from .tensor_stats import BINS, TensorStats
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -47,22 +49,15 @@ def count_bytes(b: "np.ndarray") -> "np.ndarray":
     return counts
 
 
-@functools.cache
-def _pattern_values(info: DType) -> "np.ndarray":
-    """float64 value of every bit pattern of the type (index = pattern); read-only, cached."""
-    import numpy as np
-
-    n = 1 << info.bits
-    if info.code == DataType.BOOL:
-        return (np.arange(n) != 0).astype(np.float64)
-    codes = np.arange(n, dtype=np.uint16 if info.bits == 16 else np.uint8)
-    with np.errstate(all="ignore"):
-        vals = codes.view(info.numpy).astype(np.float64)
-    vals.setflags(write=False)
-    return vals
-
-
 def pattern_stats(tensor, raw, info: DType, count, chunks, first, cancel, progress, threads) -> TensorStats:
+    counts = pattern_counts(tensor, raw, info, count, chunks, cancel, progress, threads)
+    if info.bits == 16:
+        return row_stats(info, count, counts, first)
+    return _from_counts(info, count, counts, first)
+
+
+def pattern_counts(tensor, raw, info: DType, count, chunks, cancel, progress, threads) -> "np.ndarray":
+    """Occurrences of every bit pattern of the tensor's type (``2^bits`` int64), chunk by chunk."""
     import numpy as np
 
     bits = info.bits
@@ -108,9 +103,8 @@ def pattern_stats(tensor, raw, info: DType, count, chunks, first, cancel, progre
             last = int(raw[-1])
             for j in range(per - pad, per):
                 counts[(last >> (j * bits)) & (fields - 1)] -= 1
-    else:
-        counts = acc
-    return _from_counts(info, count, counts, first)
+        return counts
+    return acc
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,7 +125,7 @@ class _PatternTable:
 def _pattern_table(info: DType) -> _PatternTable:
     import numpy as np
 
-    vals = _pattern_values(info)
+    vals = pattern_values(info)
     fin = np.flatnonzero(np.isfinite(vals))
     order = fin[np.argsort(vals[fin], kind="stable")]
     sorted_vals = vals[order]
@@ -144,77 +138,29 @@ def _pattern_table(info: DType) -> _PatternTable:
     return _PatternTable(*arrays)
 
 
-@functools.cache
-def _finite_end(info: DType) -> int:
-    """Patterns ``[0, E)`` and ``[0x8000, 0x8000 + E)`` of a 16-bit float type are its finite values, the
-    rest of each half its infinity (first) and NaNs: float16 E = 0x7C00, bfloat16 0x7F80."""
-    import numpy as np
-
-    fin = np.isfinite(_pattern_values(info))
-    end = int(np.argmin(fin[:0x8000]))
-    assert fin[:end].all() and not fin[end:0x8000].any() and (fin[0x8000:] == fin[:0x8000]).all()
-    return end
-
-
-def _occurring(info: DType, counts: "np.ndarray"):
-    """(counts, float64 values) of the finite patterns of a 16-bit type that occur, ascending by value;
-    and the NaN, +inf, -inf and zero counts."""
-    import numpy as np
-
-    nz = (counts != 0).nonzero()[0]  # 4x faster than flatnonzero (a bool array's nonzero is vectorised)
-    split = int(np.searchsorted(nz, 0x8000))  # patterns with the top (sign) bit set from here on
-    nan = posinf = neginf = 0
-    if info.code == DataType.UINT16:
-        order = nz  # the patterns' order
-    elif not info.is_float:  # int16, two's complement: negative values ascend from 0x8000
-        order = np.concatenate((nz[split:], nz[:split]))
-    else:  # sign and magnitude: negative values descend as the pattern grows; infinities and NaNs end each half
-        end = _finite_end(info)
-        pos, neg = int(np.searchsorted(nz, end)), int(np.searchsorted(nz, 0x8000 + end))
-        order = np.concatenate((nz[split:neg][::-1], nz[:pos]))
-        if pos < split or neg < nz.size:
-            posinf, neginf = int(counts[end]), int(counts[0x8000 + end])
-            nan = int(counts[end + 1 : 0x8000].sum()) + int(counts[0x8000 + end + 1 :].sum())
-    zeros = int(counts[0]) + (int(counts[0x8000]) if info.is_float else 0)
-    return np.take(counts, order), np.take(_pattern_values(info), order), nan, posinf, neginf, zeros
-
-
 def _from_counts(info: DType, count: int, counts: "np.ndarray", first) -> TensorStats:
-    """Statistics from the occurrences of every bit pattern (``counts[pattern]``).
+    """Statistics of a type of fewer than 16 bits from the occurrences of every bit pattern (``counts[pattern]``).
 
-    Works on the finite patterns that occur, sorted by value: min/max are the first and last,
-    the histogram is a difference of cumulative counts at the bin edges (``searchsorted``).
-    16-bit types take only the patterns that occur (:func:`_occurring`: a 288 KiB float16
-    tensor uses ~18,000 of the 65,536, and the passes over all of them cost more than its
-    ``bincount``); narrower types use a cached table of every finite pattern sorted by value.
+    Works on the finite patterns that occur, sorted by value (a cached table of every finite pattern):
+    min/max are the first and last, the histogram is a difference of cumulative counts at the bin edges
+    (``searchsorted``).
     """
     import numpy as np
 
-    if info.bits == 16:
-        c, v, nan, posinf, neginf, zeros = _occurring(info, counts)
-        if c.size == 0:
-            return TensorStats(count, info.code, None, None, None, None, nan, posinf, neginf, zeros, 0, (), None, first)
-    else:
-        t = _pattern_table(info)
-        nan = int(counts[t.nan].sum())
-        posinf = int(counts[t.posinf].sum())
-        neginf = int(counts[t.neginf].sum())
-        zeros = int(counts[t.zero].sum())
-        c = counts[t.order]
-        occurs = c != 0
-        i0 = int(occurs.argmax())  # first True (argmax stops there)
-        if not occurs[i0]:
-            return TensorStats(count, info.code, None, None, None, None, nan, posinf, neginf, zeros, 0, (), None, first)
-        i1 = c.size - int(occurs[::-1].argmax())
-        c = c[i0:i1]
-        v = t.values[i0:i1]
+    t = _pattern_table(info)
+    nan = int(counts[t.nan].sum())
+    posinf = int(counts[t.posinf].sum())
+    neginf = int(counts[t.neginf].sum())
+    zeros = int(counts[t.zero].sum())
+    c = counts[t.order]
+    occurs = c != 0
+    i0 = int(occurs.argmax())  # first True (argmax stops there)
+    if not occurs[i0]:
+        return TensorStats(count, info.code, None, None, None, None, nan, posinf, neginf, zeros, 0, (), None, first)
+    i1 = c.size - int(occurs[::-1].argmax())
+    c = c[i0:i1]
+    v = t.values[i0:i1]
     lo, hi = float(v[0]), float(v[-1])
-    if info.bits == 16 and info.is_float and (lo == 0.0 or hi == 0.0):
-        # -0 sorts before +0 here; the min is +0 when it occurs, the max -0 (what a stable sort by value gives)
-        if lo == 0.0:
-            lo = 0.0 if counts[0] else -0.0
-        if hi == 0.0:
-            hi = -0.0 if counts[0x8000] else 0.0
     cum = np.cumsum(c)
     finite = int(cum[-1])
     cf = c.astype(np.float64)
@@ -226,7 +172,7 @@ def _from_counts(info: DType, count: int, counts: "np.ndarray", first) -> Tensor
     # numpy.histogram's bins: value v goes to bin i when edges[i] <= v < edges[i + 1] (the last bin closed)
     hlo, hhi = (lo - 0.5, hi + 0.5) if lo == hi else (lo, hi)
     if hlo == hhi:  # one value too large for the +-0.5 to show: every count in the middle bin
-        return _one_bin(info, count, lo, hi, mean, std, nan, posinf, neginf, zeros, finite, first)
+        return one_bin(info, count, lo, hi, mean, std, nan, posinf, neginf, zeros, finite, first)
     edges = np.linspace(hlo, hhi, BINS + 1)
     ends = np.empty(BINS, dtype=np.intp)
     ends[:-1] = np.searchsorted(v, edges[1:-1], side="left")  # first value >= each inner edge
@@ -271,7 +217,7 @@ def small_stats(raw: "np.ndarray", info: DType, count: int, first) -> TensorStat
     dev = v - mean
     std = math.sqrt(float(np.add.reduce(dev * dev)) / finite)
     if lo == hi and lo - 0.5 == hi + 0.5:  # as in _from_counts
-        return _one_bin(info, count, lo, hi, mean, std, nan, posinf, neginf, zeros, finite, first)
+        return one_bin(info, count, lo, hi, mean, std, nan, posinf, neginf, zeros, finite, first)
     histogram, edges = weighted_histogram(v, None, lo, hi)
     mn: float | int = lo
     mx: float | int = hi
@@ -281,20 +227,6 @@ def small_stats(raw: "np.ndarray", info: DType, count: int, first) -> TensorStat
         count, info.code, mn, mx, mean, std, nan, posinf, neginf, zeros, finite, histogram, edges, first,
         hist_count=finite,
     )
-
-
-def _one_bin(info: DType, count: int, lo: float, hi: float, mean, std, nan, posinf, neginf, zeros, finite,
-             first) -> TensorStats:
-    """Every finite value is ``lo``, so large (|v| >= 2^53) that ``v - 0.5 == v + 0.5``: no 32 bins fit
-    (numpy.histogram raises); all counts go to bin 16, as for any one-valued tensor."""
-    hist = [0] * BINS
-    hist[BINS // 2] = finite
-    mn: float | int = lo
-    mx: float | int = hi
-    if not info.is_float:
-        mn, mx = int(lo), int(hi)
-    return TensorStats(count, info.code, mn, mx, mean, std, nan, posinf, neginf, zeros, finite, tuple(hist),
-                       (lo - 0.5, hi + 0.5), first, hist_count=finite)
 
 
 def weighted_histogram(v: "np.ndarray", c: "np.ndarray | None", lo: float, hi: float) -> tuple[tuple[int, ...], tuple[float, float]]:
