@@ -291,7 +291,7 @@ def test_direct_readers_never_wait_for_a_big_graphs_facts(monkeypatch):
 async def test_duplicate_keys_are_found_by_the_background_job(monkeypatch, tmp_path):
     """The viewer's open leaves ``duplicate-key`` to the background job (a 10^6-node manifest: 0.24 s
     off the first screen); the finding then arrives in the document, the findings group and the info bar,
-    and the job lets the parse go."""
+    and the job lets the parse go. The info bar says findings are being looked for until the job ends."""
     import json
 
     from onemodel_viewer.tui.info_bar import InfoBar
@@ -312,10 +312,17 @@ async def test_duplicate_keys_are_found_by_the_background_job(monkeypatch, tmp_p
             [f] = [f for f in app.document.findings if f.code == "duplicate-key"]
             assert f.where == "manifest.x.k" and f.offset == 64 + text.rindex(b'"k"') + 4
             n = len(app.document.findings)
-            assert f"{n} finding" in app.query_one("#infobar", InfoBar).render().plain
+            info = app.query_one("#infobar", InfoBar).render().plain
+            assert f"{n} finding" in info and "checking for more findings…" in info  # the job runs on
             [group] = [e for e in app.query_one(StructureTree).roots if e.key == "findings"]
             assert f"({n})" in str(group.label)
             go.set()
             await wait_for_workers(app)
+            for _ in range(100):
+                if not app.findings_pending:
+                    break
+                await pilot.pause(0.02)
+            await pilot.pause()
+            assert "checking" not in app.query_one("#infobar", InfoBar).render().plain
     finally:
         go.set()

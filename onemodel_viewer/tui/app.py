@@ -204,6 +204,7 @@ class OneModelApp(BackgroundWork, SearchActions, InsightActions, EditActions, Ap
         self.insight = Insight(self, doc, self.facts, held=True)  # run by the background job
         self.describer.extra, self.describer.infer = self.insight.lines, self.insight.infer_type
         self._reset_search()
+        self.findings_pending = doc.source == "onemodel" and doc.model is not None  # the background job's
         self.query_one("#infobar", InfoBar).show(self._info_parts())
         roots = self.factory.root()
         tree.set_entries(roots)
@@ -279,7 +280,7 @@ class OneModelApp(BackgroundWork, SearchActions, InsightActions, EditActions, Ap
         counts = self._counts
         if counts is None or counts[0] is not doc:  # walked once per document, not on every info-bar refresh
             counts = self._counts = (doc, count_tensors(doc), count_nodes(doc))
-        return document_parts(doc, counts[1], counts[2]) + self.edit_parts()
+        return document_parts(doc, counts[1], counts[2], self.findings_pending) + self.edit_parts()
 
     # ------------------------------------------------------------------ selection
     @on(Tree.NodeHighlighted, "#tree")

@@ -69,6 +69,9 @@ class BackgroundWork:
 
     background_gc_held = False
     """True while the GC stays off for the running job (turned on, frozen, when it ends)."""
+    findings_pending = False
+    """True from the document's first screen until its background job ends (the info bar says so):
+    ``duplicate-key`` and the findings that need the bytes come from the job."""
     unchecked_manifest = None
     """The document's parse while its duplicate keys are to be found (:func:`open_for_viewer`); the next job takes it."""
 
@@ -140,9 +143,12 @@ class BackgroundWork:
         await super().on_event(event)  # type: ignore[misc]
 
     def _background_ended(self, cancel: threading.Event) -> None:
-        """The job of ``cancel`` ended: the GC back on unless a newer job runs."""
+        """The job of ``cancel`` ended: the GC back on unless a newer job runs; no findings to come."""
         if cancel is self._background_cancel:
             favour_ui_thread(False)
+            if self.findings_pending and self.document is not None:
+                self.findings_pending = False
+                self.query_one("#infobar", InfoBar).show(self._info_parts())
         if self.background_gc_held and cancel is self._background_cancel:
             self.background_gc_held = False
             freeze_gc()

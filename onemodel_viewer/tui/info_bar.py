@@ -89,9 +89,9 @@ def count_tensors(doc: Document) -> int:
     return 0 if doc.model is None else len(all_tensors(doc.model))
 
 
-def document_parts(doc: Document, tensors: int, nodes: int) -> list[tuple[Text, int, bool]]:
+def document_parts(doc: Document, tensors: int, nodes: int, checking: bool = False) -> list[tuple[Text, int, bool]]:
     """The viewer's parts for ``doc`` (``tensors`` and ``nodes`` counted once per document), most
-    important kept longest: the verdict never goes."""
+    important kept longest: the verdict never goes. ``checking``: findings are still being looked for."""
     parts: list[tuple[Text, int, bool]] = [(Text("onemodel-view", style="bold"), 20, False)]
     parts.append((Text(" ") + safe_text(os.path.basename(doc.path), style="bold", limit=60), 90, True))
     parts.append((Text(f"  {human_size(doc.size)}", style="dim"), 40, True))
@@ -113,4 +113,7 @@ def document_parts(doc: Document, tensors: int, nodes: int) -> list[tuple[Text, 
     if doc.findings:
         parts.append((Text(f"{len(doc.findings)} finding{'s' if len(doc.findings) != 1 else ''}",
                            style="yellow"), 80, False))
+    if checking:
+        parts.append((Text("checking for more findings…" if doc.findings else "checking for findings…",
+                           style="dim"), 45, False))
     return parts
