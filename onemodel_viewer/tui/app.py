@@ -185,7 +185,7 @@ class OneModelApp(BackgroundWork, SearchActions, InsightActions, EditActions, Ap
         if not self._start_background(hold_gc=resume) and resume:
             freeze_gc()  # no job: nothing to hold the GC for (with a job: on when it ends)
 
-    def _setup(self) -> None:
+    def _setup(self, select_first: bool = True) -> None:
         doc = self.document
         tree = self.query_one(StructureTree)
         hexv = self.query_one(HexView)
@@ -226,15 +226,15 @@ class OneModelApp(BackgroundWork, SearchActions, InsightActions, EditActions, Ap
         self.query_one(StatsPanel).clear_cache()
         self.query_one(DetailPane).show(self.describer.model(doc.model) if doc.model is not None else [])
         hexv.show_position(hexv.cursor)
-        self._place_cursor(roots)
+        self._place_cursor(roots, select=select_first)
         if self._first_screen_shown:  # a reload: the first screen is long done
             self._start_background()
 
-    def _place_cursor(self, roots: list[Entry]) -> None:
+    def _place_cursor(self, roots: list[Entry], select: bool = True) -> None:
         """The first row the user should read, highlighted (the detail pane shows what is highlighted).
 
         A broken file: its first problem (problems group open, the message in the detail pane, the
-        hex pane at its offset). Otherwise the model.
+        hex pane at its offset). Otherwise the model. ``select`` False: only the problems group opened.
         """
         tree = self.query_one(StructureTree)
         doc = self.document
@@ -246,6 +246,8 @@ class OneModelApp(BackgroundWork, SearchActions, InsightActions, EditActions, Ap
                 kids = tree.populate(node)
                 node.expand()
                 target = kids[0] if kids else None
+        if not select:
+            return
         if target is None:
             target = next((r for r in roots if r.kind == "model"), roots[0] if roots else None)
         if target is not None and tree.reveal_entry(target):
@@ -490,14 +492,15 @@ class OneModelApp(BackgroundWork, SearchActions, InsightActions, EditActions, Ap
 
         self.push_screen(LayoutScreen(self.bytemap, self.document), done)
 
-    def load_document(self, doc: Document, unchecked: Any = None) -> None:
-        """Show another document (the old one is closed); ``unchecked``: see ``open_for_viewer``."""
+    def load_document(self, doc: Document, unchecked: Any = None, *, select_first: bool = True) -> None:
+        """Show another document (the old one is closed); ``unchecked``: see ``open_for_viewer``;
+        ``select_first`` False: the caller puts the cursor."""
         old = self.document
         self.document = doc
         self.unchecked_manifest = unchecked
         self.path = doc.path
         self.current = None
-        self._setup()
+        self._setup(select_first)
         if old is not None and old is not doc:
             try:
                 old.close()

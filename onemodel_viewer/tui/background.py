@@ -137,10 +137,15 @@ class BackgroundWork:
 
     async def on_event(self, event: events.Event) -> None:
         if isinstance(event, _INPUT):  # the job steps aside while this is answered
-            cancel = self._background_cancel
-            if isinstance(cancel, JobCancel):
-                cancel.input_until = time.monotonic() + INPUT_HOLD
+            self.hold_background(INPUT_HOLD)
         await super().on_event(event)  # type: ignore[misc]
+
+    def hold_background(self, seconds: float) -> None:
+        """The job waits at its next step for ``seconds`` (the UI thread draws something big meanwhile).
+        Keep it short: a step can come while the job holds a graph's facts lock (``Facts.of``)."""
+        cancel = self._background_cancel
+        if isinstance(cancel, JobCancel):
+            cancel.input_until = max(cancel.input_until, time.monotonic() + seconds)
 
     def _background_ended(self, cancel: threading.Event) -> None:
         """The job of ``cancel`` ended: the GC back on unless a newer job runs; no findings to come."""

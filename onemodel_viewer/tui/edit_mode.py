@@ -44,6 +44,10 @@ MAX_VALUE = 64 << 10
 """Largest manifest value (bytes of JSON) the editor opens; select a value inside a larger one."""
 HEX_PREFILL = 8
 """Bytes at the hex cursor put in the bytes prompt."""
+FRAME_HOLD = 0.05
+"""Seconds the background job waits when the re-read document is shown and when the selection is put
+back: the frames after them redraw the whole tree, detail and hex panes (~15-25 ms of the UI thread),
+and sharing the interpreter with the job (1 ms switch interval) doubled their wall time."""
 
 
 def _key(p) -> tuple[str, str]:
@@ -283,10 +287,15 @@ class EditActions:
             in_hex, cursor = hexv.has_focus, hexv.cursor
         self.edit_change = {k: v["problems"] for k, v in change.items()}
         self.background_gc_held = True  # the GC back on (frozen) when the job load_document starts ends
-        self.load_document(doc)
+        # a selection to put back: the first problem is not highlighted meanwhile (its detail and hex
+        # pane cost the frame with the verdict ~5 ms of the UI thread, and the tree jumped there and back)
+        self.load_document(doc, select_first=not where)
+        if where:
+            tree.unselect()  # no row highlighted meanwhile (Textual's clear keeps the old line number)
         if doc.model is None:  # no job started
             self.background_gc_held = False
             freeze_gc()
+        self.hold_background(FRAME_HOLD)
         self._mark_problems()
         # the selection back after the frame with the new verdict, once the main graph's facts are
         # known: revealing a node builds its group's labels with the graph's types, and computing them
@@ -324,8 +333,9 @@ class EditActions:
         self.edit_restoring = False
         if self.query_one(StructureTree).cursor_line != placed:
             return  # moved by the user since the re-read arrived: left where it is
-        if where:
-            self.reveal(where)
+        self.hold_background(FRAME_HOLD)
+        if where and self.reveal(where) is None:
+            self._place_cursor(self.query_one(StructureTree).roots)  # as a reload: the first problem
         if in_hex:
             hexv = self.query_one(HexView)
             hexv.focus()
