@@ -434,6 +434,31 @@ def test_identical_nodes_make_the_same_tree_as_the_full_comparison(monkeypatch):
     assert ('graph.nodes["act"].attributes["alpha"]', "equal", "Attribute", "Attribute", 0) in fast[0]
 
 
+def test_differences_only_diff_finds_what_the_whole_tree_finds():
+    """``whole_tree=False`` (the ``--diff --json`` / ``--summary`` path) leaves identical nodes out of the
+    tree; its differences (data ones included), equivalences and totals must be the whole tree's."""
+    m = base_model()
+    w = m.graph.initializers[0]
+    data = bytearray(w.raw().tobytes())
+    data[7] ^= 1
+    others = [
+        base_model(),
+        replace_node(m, 2, attributes=(Attribute("strides", AttrType.INTS, (1, 2)), Attribute("group", AttrType.INT, 1))),
+        replace_node(m, 0, op="Gemm"),
+        replace_init(m, 0, dataclasses.replace(w, storage=BytesStorage(bytes(data)))),
+        replace_graph(m, nodes=m.graph.nodes[::-1], order=None),
+    ]
+    for other in others:
+        whole = D.StagedDiff(m, other).compare_data()
+        part = D.StagedDiff(m, other, whole_tree=False).compare_data()
+        assert part.as_json("a", "b") == whole.as_json("a", "b")
+        assert part.equal == whole.equal
+        kept = {n.where for n in part.root.walk()}
+        assert kept <= {n.where for n in whole.root.walk()}
+        assert 'graph.nodes["act"]' not in kept  # identical in every pair above
+        assert all(d.where.rsplit(".", 1)[0] in kept or d.where in kept for d in part.differences)
+
+
 def test_core_does_not_import_ui():
     import subprocess
 

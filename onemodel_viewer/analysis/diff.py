@@ -66,10 +66,11 @@ class StagedDiff:
     def __init__(self, ma: Model, mb: Model, *, cancel: threading.Event | None = None,
                  paths: tuple[str | None, str | None] = (None, None), extra: Callable[[int], list[str]] | None = None,
                  problems: tuple[list[Problem], list[Problem]] = ([], []),
-                 findings: tuple[list[Finding], list[Finding]] = ([], [])):
+                 findings: tuple[list[Finding], list[Finding]] = ([], []), whole_tree: bool = True):
         self.paths = paths
         self._extra = extra
-        self._s: Structure = match_models(ma, mb, cancel=cancel, problems=problems, findings=findings)
+        self._s: Structure = match_models(ma, mb, cancel=cancel, problems=problems, findings=findings,
+                                          whole_tree=whole_tree)
         self.total_bytes = sum(min(j.a.length, j.b.length) for j in self._s.jobs)
         """Tensor bytes the second stage compares (per side)."""
         self._data: dict[int, Difference] = {}  # job index -> its data difference
@@ -195,11 +196,13 @@ def diff_models(
     return StagedDiff(ma, mb, cancel=cancel, paths=paths).compare_data(cancel=cancel, progress=progress, threads=threads)
 
 
-def staged(doc_a: Document, doc_b: Document, *, cancel: threading.Event | None = None) -> StagedDiff:
+def staged(doc_a: Document, doc_b: Document, *, cancel: threading.Event | None = None,
+           whole_tree: bool = True) -> StagedDiff:
     """The two-stage diff of two opened documents (OneModel or ONNX, in any combination).
 
     Documents opened in diagnose mode are compared on what they could read (their problems say why a
     tensor's bytes are not compared); a document without any model raises its first problem.
+    ``whole_tree=False``: nodes identical in both are left out of the tree (a caller without a viewer).
     """
     for doc in (doc_a, doc_b):
         if doc.model is None:
@@ -213,7 +216,8 @@ def staged(doc_a: Document, doc_b: Document, *, cancel: threading.Event | None =
         ma, mb, ort = normalize(doc_a, doc_b)
     return StagedDiff(ma, mb, cancel=cancel, paths=(doc_a.path, doc_b.path),
                       extra=lambda compared: list(ort) + _equivalences_of(doc_a, doc_b, compared),
-                      problems=(doc_a.problems, doc_b.problems), findings=(doc_a.findings, doc_b.findings))
+                      problems=(doc_a.problems, doc_b.problems), findings=(doc_a.findings, doc_b.findings),
+                      whole_tree=whole_tree)
 
 
 def diff(
