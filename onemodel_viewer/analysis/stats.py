@@ -230,7 +230,8 @@ def compute_stats_group(tensors: "Iterable[Tensor]", *, cancel: threading.Event 
                 out[i] = st
             pending.clear()
 
-    rows = table(GROUP)
+    tensors = list(tensors)
+    rows = table(min(GROUP, len(tensors)))
     for t in tensors:
         out.append(None)
         start = _start(t, cancel, None, chunk_bytes)
@@ -241,7 +242,7 @@ def compute_stats_group(tensors: "Iterable[Tensor]", *, cancel: threading.Event 
         if t_info.bits != 16:
             out[-1] = compute_stats(t, cancel=cancel, threads=1, chunk_bytes=chunk_bytes)
             continue
-        if info is not t_info or len(pending) == GROUP:
+        if info is not t_info or len(pending) == len(rows):
             flush()
             info = t_info
         counts = pattern_counts(t, raw, t_info, count, chunks, cancel, None, 1)
