@@ -224,7 +224,8 @@ class OneModelApp(BackgroundWork, SearchActions, InsightActions, EditActions, Ap
         self._watch_storage(doc, storage)
         hexv.set_document_file(storage, self.maps, header=doc.header)
         self.query_one(StatsPanel).clear_cache()
-        self.query_one(DetailPane).show(self.describer.model(doc.model) if doc.model is not None else [])
+        if select_first:  # else the detail pane keeps what it showed until the caller puts the cursor
+            self.query_one(DetailPane).show(self.describer.model(doc.model) if doc.model is not None else [])
         hexv.show_position(hexv.cursor)
         self._place_cursor(roots, select=select_first)
         if self._first_screen_shown:  # a reload: the first screen is long done
@@ -494,7 +495,7 @@ class OneModelApp(BackgroundWork, SearchActions, InsightActions, EditActions, Ap
 
     def load_document(self, doc: Document, unchecked: Any = None, *, select_first: bool = True) -> None:
         """Show another document (the old one is closed); ``unchecked``: see ``open_for_viewer``;
-        ``select_first`` False: the caller puts the cursor."""
+        ``select_first`` False: the caller puts the cursor (the detail pane is left as it was until then)."""
         old = self.document
         self.document = doc
         self.unchecked_manifest = unchecked

@@ -287,8 +287,9 @@ class EditActions:
             in_hex, cursor = hexv.has_focus, hexv.cursor
         self.edit_change = {k: v["problems"] for k, v in change.items()}
         self.background_gc_held = True  # the GC back on (frozen) when the job load_document starts ends
-        # a selection to put back: the first problem is not highlighted meanwhile (its detail and hex
-        # pane cost the frame with the verdict ~5 ms of the UI thread, and the tree jumped there and back)
+        # a selection to put back: neither the first problem highlighted nor the model described meanwhile
+        # (the detail pane shows the selection as it was; the model's description took ~3 ms, the first
+        # problem's detail and hex pane ~5 ms of the UI thread, and the tree jumped there and back)
         self.load_document(doc, select_first=not where)
         if where:
             tree.unselect()  # no row highlighted meanwhile (Textual's clear keeps the old line number)
