@@ -326,3 +326,27 @@ async def test_duplicate_keys_are_found_by_the_background_job(monkeypatch, tmp_p
             assert "checking" not in app.query_one("#infobar", InfoBar).render().plain
     finally:
         go.set()
+
+
+@aio
+async def test_the_footer_builds_its_keys_once_at_start(monkeypatch):
+    """The viewer's start-up changed its bindings three times, the shown keys the same each time:
+    Textual's footer mounted its 8 keys three times (~1/8 of the app's start-up CPU)."""
+    from textual.widgets._footer import FooterKey
+
+    from onemodel_viewer.tui.footer import ScreenFooter
+
+    built: list[str] = []
+    real = FooterKey.__init__
+
+    def counting(self, key, *args, **kwargs):
+        built.append(key)
+        real(self, key, *args, **kwargs)
+
+    monkeypatch.setattr(FooterKey, "__init__", counting)
+    app = make_app(SHOWCASE)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for_workers(app)
+        await pilot.pause()
+        keys = [k.key for k in app.query_one(ScreenFooter).query(FooterKey)]
+        assert "q" in keys and sorted(built) == sorted(keys)  # once each
