@@ -129,3 +129,21 @@ async def test_a_slash_typed_ahead_into_the_goto_prompt_is_a_character(viewer):
         post_keys(app, "g", "/", "backspace", "4", "0", "enter")
         await prompt_closed(viewer, pilot)
         assert hexv.cursor == 40
+
+
+async def test_keys_typed_ahead_into_the_diff_viewers_goto_prompt_reach_it(tmp_path):
+    """g 1 2 backspace 3 enter in one burst in the diff viewer: the keys sent with the g went to the diff
+    tree below the prompt and were dropped (the diff viewer did not hand stray keys to the prompt)."""
+    from conftest import wait_for_workers
+    from onemodel_viewer.tui.diff_app import make_diff_app
+
+    app = make_diff_app(str(SHOWCASE), str(SHOWCASE))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for_workers(app)
+        await pilot.pause()
+        hexv = app.focused_hex()
+        post_keys(app, "g", "1", "2", "backspace", "3", "enter")
+        await until(pilot, lambda: not isinstance(app.screen, Prompt), "the prompt closed")
+        await wait_for_workers(app)
+        await pilot.pause()
+        assert hexv.cursor == 13

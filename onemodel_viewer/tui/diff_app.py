@@ -30,7 +30,7 @@ import time
 from typing import Any, Iterable
 
 from rich.text import Text
-from textual import work
+from textual import events, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
@@ -48,6 +48,7 @@ from .diff_panes import HexPanes
 from .diff_tree import MARKERS, NOT_COMPARED, DiffTree
 from .fitted_static import FittedStatic
 from .hex_view import HexView
+from .prompt import take_stray_key
 from .safe import human_size, safe_str, safe_text
 from .search import SearchActions
 from .stats_panel import StatsPanel
@@ -205,6 +206,9 @@ class DiffApp(HexPanes, DiffActions, SearchActions, App[int]):
                 with Vertical(classes="hexbox", id="hexbox-b"):
                     yield HexView(id="hex-b")
         yield Footer()
+
+    async def on_key(self, event: events.Key) -> None:
+        await take_stray_key(self, event)  # a key sent to this screen before a prompt opened goes into it
 
     def on_mount(self) -> None:
         self.query_one("#hexbox-a").border_title = "A " + safe_str(self.paths[0], 60)

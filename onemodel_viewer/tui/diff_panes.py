@@ -39,7 +39,9 @@ class HexPanes:
     def update_hex_captions(self) -> None:
         """Under each pane: its cursor's offset, the owner of that byte, ≠ when it differs; lock state on A."""
         for side, view in zip("ab", self.pair.views):
-            box = self.query_one("#hexbox-" + side)
+            box = view.parent  # its #hexbox-a/-b; None once the app is closing (a cursor move handled late)
+            if box is None:
+                continue
             caption = self.pair.owner_caption(view)
             if side == "a" and not self.pair.locked:
                 caption = (caption or Text("")) + Text("  unlocked (l)", style="yellow")
