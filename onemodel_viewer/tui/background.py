@@ -1,10 +1,12 @@
 """The viewer's background job: what needs the whole model, in one worker thread after the first screen.
 
-:class:`BackgroundWork` is mixed into the viewer app (``tui/app.py``): the main graph's facts, the
+:class:`BackgroundWork` is mixed into the viewer app (``tui/app.py``): first the ``duplicate-key``
+findings the viewer's open left out (:func:`open_for_viewer`), then the main graph's facts, the
 insight's used-by map, parameter counts and inferred types (:meth:`~.insight.Insight.run`), the
 search index (:meth:`~.search.SearchActions._prepare_search`), then, for a OneModel file, the
 findings that need its bytes (:func:`~onemodel_viewer.analysis.layout.file_findings`), added to the
-tree's findings group and the info bar when they arrive.
+tree's findings group and the info bar when they arrive (which says "checking for findings…" until
+the job ends).
 
 The cyclic GC: the viewer (``run_viewer``) opens with the collector off; it stays off while this
 job runs and is turned back on, with everything alive frozen, when the job ends. The job builds
