@@ -23,7 +23,7 @@ from onemodel_viewer.tui.hex_view import HexView
 from onemodel_viewer.tui.problems_screen import ProblemsScreen
 from onemodel_viewer.tui.prompt import Prompt
 from onemodel_viewer.tui.structure_tree import StructureTree
-from conftest import Viewer  # noqa: E402 - the shared Pilot set-up
+from conftest import Viewer, settle_located  # noqa: E402 - the shared Pilot set-up
 
 ROOT = Path(__file__).resolve().parent.parent
 SHOWCASE = ROOT / "testdata" / "valid" / "showcase.onemodel"
@@ -143,10 +143,12 @@ async def test_edit_manifest_value_validated_as_json(model):
 
 
 async def test_edit_bytes_in_hex_pane(model):
+    """The debounced manifest look-up of the first selection moved the hex cursor to the manifest after
+    the test put it on byte 0 (under load, CI): the look-up is waited for first."""
     before = digest(model)
     app = make_app(str(model))
     async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
+        await settle_located(pilot)
         hexv = app.query_one(HexView)
         hexv.focus()
         hexv.goto(0)

@@ -224,7 +224,7 @@ class OneModelApp(BackgroundWork, SearchActions, InsightActions, EditActions, Ap
         self._watch_storage(doc, storage)
         hexv.set_document_file(storage, self.maps, header=doc.header)
         self.query_one(StatsPanel).clear_cache()
-        if select_first:  # else the detail pane keeps what it showed until the caller puts the cursor
+        if select_first:
             self.query_one(DetailPane).show(self.describer.model(doc.model) if doc.model is not None else [])
         hexv.show_position(hexv.cursor)
         self._place_cursor(roots, select=select_first)
@@ -247,11 +247,9 @@ class OneModelApp(BackgroundWork, SearchActions, InsightActions, EditActions, Ap
                 kids = tree.populate(node)
                 node.expand()
                 target = kids[0] if kids else None
-        if not select:
-            return
         if target is None:
             target = next((r for r in roots if r.kind == "model"), roots[0] if roots else None)
-        if target is not None and tree.reveal_entry(target):
+        if select and target is not None and tree.reveal_entry(target):
             self.show_entry(target)
 
     def _watch_storage(self, doc: Document, storage: Storage | None) -> None:
@@ -494,8 +492,8 @@ class OneModelApp(BackgroundWork, SearchActions, InsightActions, EditActions, Ap
         self.push_screen(LayoutScreen(self.bytemap, self.document), done)
 
     def load_document(self, doc: Document, unchecked: Any = None, *, select_first: bool = True) -> None:
-        """Show another document (the old one is closed); ``unchecked``: see ``open_for_viewer``;
-        ``select_first`` False: the caller puts the cursor (the detail pane is left as it was until then)."""
+        """Show another document (the old one closed); ``unchecked``: see ``open_for_viewer``; ``select_first``
+        False: the caller puts the cursor (and fills the detail pane)."""
         old = self.document
         self.document = doc
         self.unchecked_manifest = unchecked
