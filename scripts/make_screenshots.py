@@ -24,7 +24,13 @@ HOSTILE = ROOT / "testdata" / "hostile"
 
 
 async def settle(pilot) -> None:
+    """Messages and workers done, then the selection's debounced manifest look-up (it moves the hex
+    pane) started and done too, as the snapshot tests wait (tests/conftest.settle_located)."""
+    from onemodel_viewer.tui.app import LOCATE_DELAY
+
     await pilot.pause()
+    await pilot.app.workers.wait_for_complete()
+    await pilot.pause(LOCATE_DELAY)
     await pilot.app.workers.wait_for_complete()
     await pilot.pause()
 
