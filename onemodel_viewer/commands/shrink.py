@@ -48,7 +48,7 @@ import time
 from ..format.errors import FormatError, Kind
 from ..format.spec_rules import shape_of
 from .patch import PROG, copy_range, same_file, write_all
-from .shrink_bytes import FIELDS, HEADER, Budget, align, header, short_names, shrink_bytes, shrink_header
+from .shrink_bytes import FIELDS, HEADER, Budget, align, header, in_halving_groups, short_names, shrink_bytes, shrink_header
 
 _DIGITS = re.compile(r"\d+")
 
@@ -352,27 +352,13 @@ class Shrinker:
         names = iter(short_names(set(seen)))
         todo = [s for s in seen if len(s) > 2]
         mapping = {s: next(names) for s in todo}
-        changed = False
 
         def rename(group: set):
             for c, k in list(self._slots()):
                 if c[k] in group:
                     self.tree.set(c, k, mapping[c[k]])
 
-        k = max(1, len(todo))
-        while todo:
-            i = 0
-            while i < len(todo):
-                group = set(todo[i:i + k])
-                if self.attempt(lambda: rename(group)):
-                    changed = True
-                    todo = todo[:i] + todo[i + k:]
-                else:
-                    i += k
-            if k == 1:
-                break
-            k = max(1, k // 2)
-        return changed
+        return in_halving_groups(todo, lambda group: self.attempt(lambda: rename(group)))
 
     def numbers(self) -> bool:
         """Large integers outside tensor data (attribute values, versions): 0, then 1."""

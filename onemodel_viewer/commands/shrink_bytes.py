@@ -49,6 +49,27 @@ def short_names(taken: set):
 # header and manifest-bytes strategies
 
 
+def in_halving_groups(items: list, accept) -> bool:
+    """Delta debugging over ``items``: all of them at once, then halves, quarters, ... down to one each.
+    ``accept(group)`` applies a group (a set) to a trial and re-tests it: True when the change is kept
+    (its items are then done). True when any group was kept."""
+    changed = False
+    k = max(1, len(items))
+    while items:
+        i = 0
+        while i < len(items):
+            group = set(items[i:i + k])
+            if accept(group):
+                changed = True
+                items = items[:i] + items[i + k:]
+            else:
+                i += k
+        if k == 1:
+            break
+        k = max(1, k // 2)
+    return changed
+
+
 def shrink_header(raw_head: bytes, size: int, manifest: bytes | None, test) -> bytes | None:
     """Smallest candidate (bytes) for a problem of the header."""
     where = test.target.where

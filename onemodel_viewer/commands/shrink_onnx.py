@@ -33,7 +33,7 @@ import tempfile
 import time
 
 from ..format.errors import FormatError, Kind
-from .shrink_bytes import Budget, short_names
+from .shrink_bytes import Budget, in_halving_groups, short_names
 
 _DIGITS = re.compile(r"\d+")
 _CLEAR = ("doc_string", "producer_name", "producer_version", "domain", "model_version")
@@ -313,21 +313,7 @@ class OnnxShrinker:
                 elif getattr(m, f)[i] in group:
                     getattr(m, f)[i] = mapping[getattr(m, f)[i]]
 
-        changed = False
-        k = max(1, len(todo))
-        while todo:
-            i = 0
-            while i < len(todo):
-                group = set(todo[i:i + k])
-                if self.attempt(lambda trial, group=group: rename(trial, group)):
-                    changed = True
-                    todo = todo[:i] + todo[i + k:]
-                else:
-                    i += k
-            if k == 1:
-                break
-            k = max(1, k // 2)
-        return changed
+        return in_halving_groups(todo, lambda group: self.attempt(lambda trial: rename(trial, group)))
 
     def tensors(self) -> bool:
         """Every tensor with more than one element of data: dims all 1 and one element, all at once,
