@@ -41,6 +41,18 @@ def shrink(src, dst, seconds=20.0):
     return rc, err.getvalue()
 
 
+def shrunk_alike(src: Path, tmp_path: Path) -> Path:
+    """``src`` shrunk to ``tmp_path/small.onnx``, checked to fail with the same kind at a ``where`` of the
+    same shape as ``src``'s first failure; its path."""
+    kind, where = failure(src)
+    out = tmp_path / "small.onnx"
+    rc, err = shrink(src, out)
+    assert rc == 0, err
+    got = failure(out)
+    assert got[0] == kind and shape_of(got[1]) == shape_of(where)
+    return out
+
+
 @pytest.mark.parametrize("name,model,problem", CASES, ids=[c[0] for c in CASES])
 def test_external_data_cases_shrink_to_onnx_failing_the_same_way(name, model, problem, tmp_path):
     folder = tmp_path / name
@@ -95,13 +107,8 @@ BUILT = {
 def test_built_onnx_defects_shrink(name, tmp_path):
     nodes, inits = BUILT[name]
     src = _model(tmp_path, name, nodes(), inits)
-    kind, where = failure(src)
     before = digest(src)
-    out = tmp_path / "small.onnx"
-    rc, err = shrink(src, out)
-    assert rc == 0, err
-    got = failure(out)
-    assert got[0] == kind and shape_of(got[1]) == shape_of(where)
+    out = shrunk_alike(src, tmp_path)
     assert out.stat().st_size < src.stat().st_size // 4  # the 30-node chain, docs and producer are gone
     assert digest(src) == before
     again = tmp_path / "again.onnx"
@@ -164,13 +171,8 @@ def test_target_tensor_data_shrinks_keeping_its_length_mismatch(tmp_path):
     """Regression: the tensor whose raw_data length is wrong kept all its data (its dims went, its 1,020
     bytes stayed; 3 MB on the PP-OCR rec model): now its data is halved while the mismatch stays."""
     src = _model(tmp_path, "short", _constants_chain(40, short=True))
-    kind, where = failure(src)
-    assert (kind, where) == (omf.Kind.INVALID_MODEL, "onnx.graph.nodes[40].attributes[0].value.raw_data")
-    out = tmp_path / "small.onnx"
-    rc, err = shrink(src, out)
-    assert rc == 0, err
-    got = failure(out)
-    assert got[0] == kind and shape_of(got[1]) == shape_of(where)
+    assert failure(src) == (omf.Kind.INVALID_MODEL, "onnx.graph.nodes[40].attributes[0].value.raw_data")
+    out = shrunk_alike(src, tmp_path)
     m = onnx.load_model(str(out))
     (node,) = m.graph.node
     assert len(node.attribute[0].t.raw_data) <= 4  # still not what its dims say, and no longer 1,020 bytes
@@ -212,12 +214,7 @@ def test_names_are_shortened_and_outputs_name_surviving_values(name, tmp_path):
     tokens where the failure does not depend on them, and the model keeps an output naming a value
     OUT still defines."""
     src = _model(tmp_path, name, LONG[name]())
-    kind, where = failure(src)
-    out = tmp_path / "small.onnx"
-    rc, err = shrink(src, out)
-    assert rc == 0, err
-    got = failure(out)
-    assert got[0] == kind and shape_of(got[1]) == shape_of(where)
+    out = shrunk_alike(src, tmp_path)
     m = onnx.load_model(str(out), load_external_data=False)
     assert max(len(n) for n in _names(m)) == 1, _names(m)
     assert len(m.graph.output) == 1 and m.graph.output[0].name in _defined(m.graph)
@@ -229,13 +226,8 @@ def test_an_undefined_graph_output_of_in_is_kept(tmp_path):
     """IN's own defect is an output naming nothing: the outputs' repair (for values a reduction
     removed) leaves it undefined, so OUT fails like IN."""
     src = _model(tmp_path, "dangling", _chain(10))  # the graph output "y" is made by no node
-    kind, where = failure(src)
-    assert where.startswith("onnx.graph.outputs")
-    out = tmp_path / "small.onnx"
-    rc, err = shrink(src, out)
-    assert rc == 0, err
-    got = failure(out)
-    assert got[0] == kind and shape_of(got[1]) == shape_of(where)
+    assert failure(src)[1].startswith("onnx.graph.outputs")
+    out = shrunk_alike(src, tmp_path)
     m = onnx.load_model(str(out), load_external_data=False)
     assert len(m.graph.node) == 0 and m.graph.output[0].name not in _defined(m.graph)
 
