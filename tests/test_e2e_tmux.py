@@ -51,12 +51,20 @@ class Tmux:
         return subprocess.run([*self.tmux, "capture-pane", "-p", "-t", self.name], capture_output=True, text=True).stdout
 
     def wait_until(self, ok: Callable[[str], bool], what: str, timeout: float = 30.0) -> str:
-        """The first screen for which ``ok`` holds (polled; the timeout only bounds a failure)."""
+        """The first screen for which ``ok`` holds, once it has stopped changing (polled; the timeout
+        only bounds a failure). A capture can catch a frame half drawn: under load the first screen
+        was taken with "Structure" on it and the rows below the hex pane's first line still blank."""
         end = time.monotonic() + timeout
         screen = ""
         while time.monotonic() < end:
             screen = self.screen()
             if ok(screen):
+                for _ in range(40):  # until two captures 50 ms apart agree (or the state moved on)
+                    time.sleep(0.05)
+                    again = self.screen()
+                    if again == screen or not ok(again):
+                        break
+                    screen = again
                 return screen
             time.sleep(0.1)
         raise AssertionError(f"{what} did not appear; screen was:\n{screen}")
