@@ -50,12 +50,15 @@ class HelperError(RuntimeError):
 class HelperProcess:
     """A reusable child process for :meth:`call` (thread-safe, one request at a time)."""
 
-    def __init__(self, preload: tuple[str, ...] = (), *, nice: int = 0) -> None:
+    def __init__(self, preload: tuple[str, ...] = (), *, nice: int = 0, restart: bool = True) -> None:
         self.preload = preload
         """Modules the child imports as soon as it starts (while the parent goes on)."""
         self.nice = nice
         """Added to the child's nice value (its CPU priority lowered: background work for the viewer)."""
+        self.restart = restart
+        """A request after the child ended starts a new one (False: it raises :class:`HelperError`)."""
         self._proc: subprocess.Popen | None = None
+        self._started = False
         self._lock = threading.Lock()
         self._closed = False
         atexit.register(_close_ref, weakref.ref(self))
@@ -113,6 +116,9 @@ class HelperProcess:
         if self._closed:
             raise HelperError("the helper process is closed")
         if self._proc is None or self._proc.poll() is not None:
+            if self._started and not self.restart:
+                raise HelperError("the helper process ended")
+            self._started = True
             self._proc = subprocess.Popen([sys.executable, "-c", _CHILD, str(self.nice), *self.preload], stdin=subprocess.PIPE,
                                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                           start_new_session=True, close_fds=True)

@@ -67,6 +67,26 @@ def test_a_dead_child_answers_nothing(tmp_path):
     child.close()
 
 
+def test_a_child_found_dead_is_not_started_again(tmp_path):
+    """Regression: a child killed and already reaped when the next look-up came was started again
+    (the helper restarted a child that had ended), so that look-up answered; test_a_dead_child_answers_nothing
+    failed that way under load. A manifest whose look-up killed its child must not be re-run."""
+    path = str(VALID / "showcase.onemodel")
+    with omf.open(path, mode="diagnose") as doc:
+        m0, mlen = doc.manifest_span
+    child = LocateChild(path, m0, mlen, True)
+    assert child.span("manifest.graph") is not None
+    os.kill(child.pid, signal.SIGKILL)
+    for _ in range(1000):  # until the child is reaped (pid None); the bound only ends a failure
+        if child.pid is None:
+            break
+        time.sleep(0.01)
+    assert child.pid is None
+    assert child.span("manifest.graph") is None
+    assert child.pid is None  # no new child
+    child.close()
+
+
 def test_a_hostile_manifest_in_the_child(tmp_path):
     """Bytes that are not JSON: the child answers None for what it cannot find and stays up."""
     p = tmp_path / "junk.bin"

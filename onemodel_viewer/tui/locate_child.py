@@ -35,7 +35,7 @@ class LocateChild:
         self._closing = threading.Event()
         # niced: its first look-up decodes the whole manifest (10^6 nodes: seconds of CPU), while the
         # user moves through the tree (2 cores: the UI thread was waiting for one)
-        self._helper: HelperProcess | None = HelperProcess(nice=NICE)
+        self._helper: HelperProcess | None = HelperProcess(nice=NICE, restart=False)  # a child that died is not re-run
         self._helper.start()  # the child starts (and imports) while the first request is being made
 
     @property
