@@ -173,11 +173,7 @@ class BackgroundWork:
                 found = duplicate_key_findings(data, mo, parsed, step=cancel.is_set)
         except Exception:  # a changed file or a core bug: the app stays up
             return
-        if found:
-            try:
-                self.call_from_thread(self._add_findings, doc, found)
-            except Exception:  # app shutting down
-                pass
+        self._post_findings(doc, found)
 
     def _file_findings(self, doc: Document, cancel: threading.Event | None = None) -> None:
         """The findings that need the bytes (padding, unowned and shared bytes, canonical form): off the UI thread."""
@@ -189,9 +185,13 @@ class BackgroundWork:
             return
         if cancel is not None and cancel.is_set():  # scans given up half way: not findings to show
             return
-        if extra:
+        self._post_findings(doc, extra)
+
+    def _post_findings(self, doc: Document, found: list) -> None:
+        """From the job's thread: ``found`` added to ``doc``'s findings on the UI thread (none: nothing)."""
+        if found:
             try:
-                self.call_from_thread(self._add_findings, doc, extra)
+                self.call_from_thread(self._add_findings, doc, found)
             except Exception:  # app shutting down
                 pass
 
