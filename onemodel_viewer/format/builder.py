@@ -5,7 +5,8 @@ whatever part of the model is sound. Tensors and typed field access: :mod:`.buil
 
 Graphs of ``bulk_nodes`` nodes or more get a :class:`~.schema.NodeList`: every node is checked
 at open, but the records of nodes whose attributes hold only numbers (INT, INTS, FLOAT, FLOATS)
-are built on the first read of the list.
+are built on the first read of the list. A builder made with ``defer=True`` (the viewer's first
+screen) leaves even that check to :meth:`Builder.check_deferred`.
 """
 
 from __future__ import annotations
@@ -129,9 +130,13 @@ class Builder(TensorBuilder):
 
     def __init__(
         self, report: Reporter, data_offset: int | None, data_length: int | None, storage: Storage | None, bulk_nodes: int,
+        defer: bool = False,
     ) -> None:
         super().__init__(report, data_offset, data_length, storage)
         self.bulk_nodes = bulk_nodes
+        self.deferred: list[tuple[NodeList, list, int, int]] | None = [] if defer else None
+        """Bulk node lists not checked yet, each with the counts of problems and findings reported before
+        it (where its own go); None: every list is checked when built."""
 
     def model(self, o: dict, header_version: int) -> Model | None:
         w = "manifest"
@@ -347,6 +352,11 @@ class Builder(TensorBuilder):
         records); the rest when the list is first read. Anything else: every node built now.
         """
         n = len(raw)
+        if n >= self.bulk_nodes and self.deferred is not None:
+            node = self.node
+            nodes = NodeList(n, lambda i: node(raw[i], f"{w}[{i}]", level), {}, w)
+            self.deferred.append((nodes, raw, len(self.report.problems), len(self.report.findings)))
+            return nodes
         if n >= self.bulk_nodes:
             plain = plain_nodes(raw)
             if plain is not None:
@@ -355,6 +365,37 @@ class Builder(TensorBuilder):
                 eager = {i: node(raw[i], f"{w}[{i}]", level) for i in eager_at}
                 return NodeList(n, lambda i: node(raw[i], f"{w}[{i}]", level), eager, w, columns)
         return tuple([self.node(x, f"{w}[{i}]", level) for i, x in enumerate(raw)])
+
+    def check_deferred(self, step=None) -> bool:
+        """Check the node lists :meth:`nodes` deferred, as it checks them when not deferring: the records
+        of nodes with more than numbers built now (every record when some node is not stored as writers
+        store it); their problems and findings go where the open would have put them. From then on the
+        builder checks each list when it builds it. ``step()`` is asked before each list; False: it said stop.
+        """
+        deferred, self.deferred = self.deferred or [], None
+        report = self.report
+        problems, findings = report.problems, report.findings
+        shift_p = shift_f = 0
+        for nodes, raw, at_p, at_f in deferred:
+            if step is not None and step():
+                return False
+            report.problems, report.findings = [], []  # this list's own, put in place below in one step
+            try:
+                plain = plain_nodes(raw)
+                if plain is None:
+                    tuple(nodes)  # every record built (and checked), as the open builds such a list
+                else:
+                    eager_at, nodes.columns = plain
+                    for i in eager_at:
+                        nodes.node_at(i)
+            finally:
+                new_p, new_f = report.problems, report.findings
+                report.problems, report.findings = problems, findings
+                problems[at_p + shift_p:at_p + shift_p] = new_p
+                findings[at_f + shift_f:at_f + shift_f] = new_f
+                shift_p += len(new_p)
+                shift_f += len(new_f)
+        return True
 
     def node(self, o, w: str, level: int) -> Node:
         if type(o) is not dict:

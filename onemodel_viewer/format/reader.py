@@ -66,6 +66,7 @@ import os
 import stat
 import sys
 import threading
+from typing import Callable
 
 from ..process import paused_gc
 from . import header as _header
@@ -79,7 +80,8 @@ from .reporter import LOCATE, LOCATE_CAP, Reporter
 from .rules import resolve
 from .storage import FileStorage
 
-__all__ = ["BULK_NODES", "LOCATE_CAP", "Reporter", "duplicate_key_findings", "open_path", "open_storage", "open_with_manifest", "resolve", "sniff_onemodel"]
+__all__ = ["BULK_NODES", "LOCATE_CAP", "Reporter", "duplicate_key_findings", "open_deferred", "open_path", "open_storage",
+           "open_with_manifest", "resolve", "sniff_onemodel"]
 
 BULK_NODES = 32
 """Graphs with at least this many nodes, all stored as writers store them (:func:`.builder.plain_nodes`), get a lazily built :class:`~.schema.NodeList`."""
@@ -170,6 +172,24 @@ def open_with_manifest(path, mode: str = "diagnose", duplicates: bool = True) ->
     return doc, (keep[0] if keep else None)
 
 
+def open_deferred(path) -> tuple[Document, _manifest.Parsed | None, Callable[..., bool] | None]:
+    """A diagnose open for a first screen: ``(document, parse, finish)``.
+
+    As ``open_with_manifest(path, "diagnose", duplicates=False)``, but the checks of bulk node lists
+    (:meth:`.builder.Builder.check_deferred`), the reading rules (:func:`.rules.resolve`: each graph's
+    ``order``) and the ``missing-graph-array`` findings wait for ``finish(step=None)``: until then
+    ``doc.problems`` and ``doc.findings`` hold only what the parse and the other records found, and
+    :func:`~.schema.nodes_with_contents` of such a list sees only the records built so far (10^6 nodes:
+    ~1 s of a ~2.3 s open, CPU). ``finish`` adds the rest to ``doc.problems`` and ``doc.findings``
+    where the open would have put them (call it once, from any one thread; ``step()`` is asked between
+    its parts: True stops it, and it returns False). ``finish`` is None when nothing waits (an ONNX
+    or ``.ort`` file, a manifest that does not parse).
+    """
+    keep: list = []
+    doc = _open(path, "diagnose", keep, False, defer=True)
+    return doc, (keep[0] if keep else None), (keep[1] if len(keep) > 1 else None)
+
+
 def open_storage(path, storage, mode: str = "diagnose") -> Document:
     """Read the OneModel file whose bytes ``storage`` holds (an edited file in memory:
     :class:`~.overlay.OverlayStorage`); ``path`` names it. Like :func:`open_path` otherwise."""
@@ -183,7 +203,7 @@ def open_storage(path, storage, mode: str = "diagnose") -> Document:
     return doc
 
 
-def _open(path, mode: str, keep: list | None, duplicates: bool = True) -> Document:
+def _open(path, mode: str, keep: list | None, duplicates: bool = True, defer: bool = False) -> Document:
     if mode not in ("strict", "diagnose"):
         raise ValueError(f"mode must be 'strict' or 'diagnose', not {mode!r}")
     path = os.fspath(path)
@@ -206,7 +226,7 @@ def _open(path, mode: str, keep: list | None, duplicates: bool = True) -> Docume
 
             return import_onnx(path, mode=mode)
         doc = Document(path, "onemodel", storage.size, storage=storage, mode=mode)
-        _read(doc, first, report, keep, duplicates)
+        _read(doc, first, report, keep, duplicates, defer)
     except FormatError:
         storage.close()
         raise
@@ -215,7 +235,8 @@ def _open(path, mode: str, keep: list | None, duplicates: bool = True) -> Docume
     return doc
 
 
-def _read(doc: Document, first: bytes, report: Reporter, keep: list | None = None, duplicates: bool = True) -> None:
+def _read(doc: Document, first: bytes, report: Reporter, keep: list | None = None, duplicates: bool = True,
+          defer: bool = False) -> None:
     storage = doc.storage
     size = storage.size
     verdict = _header.check(first, size, report)
@@ -240,7 +261,7 @@ def _read(doc: Document, first: bytes, report: Reporter, keep: list | None = Non
     report.manifest = data
     try:
         with paused_gc():  # ~10^5 records that all stay alive: collecting during the build is ~1/3 of an open
-            built = _with_stack_room(_parse_and_build, data, h, verdict, report, storage, keep, duplicates)
+            built = _with_stack_room(_parse_and_build, data, h, verdict, report, storage, keep, duplicates, defer)
     finally:
         # lazily built node lists keep the builder (and this reporter) alive: not the manifest bytes
         report.release_manifest()
@@ -281,8 +302,10 @@ def _with_stack_room(fn, *args):
     return result
 
 
-def _parse_and_build(data, h, verdict, report: Reporter, storage, keep: list | None, duplicates: bool = True):
-    """The model of the manifest ``data`` (None when diagnose mode could not parse it)."""
+def _parse_and_build(data, h, verdict, report: Reporter, storage, keep: list | None, duplicates: bool = True,
+                     defer: bool = False):
+    """The model of the manifest ``data`` (None when diagnose mode could not parse it); ``defer``: see
+    :func:`open_deferred` (``keep`` gets the parse, then ``finish``)."""
     # Duplicate keys are findings; detecting them costs, so strict opens leave them to
     # analysis.layout.all_findings (diagnose mode, used by --check, finds them; the viewer's
     # background job, after the first screen: 10^6 nodes, 0.24 s)
@@ -296,14 +319,40 @@ def _parse_and_build(data, h, verdict, report: Reporter, storage, keep: list | N
         h.data_length if verdict.data_ok else None,
         storage if verdict.data_ok else None,
         BULK_NODES,
+        defer,
     )
     model = builder.model(parsed.value, h.version)
+    if keep is not None:
+        keep.append(parsed)
+    if defer:
+        span = (64, len(data))
+        keep.append(lambda step=None: _finish(model, builder, report, storage, span, step))
+    else:
+        _rules(model, builder, report)
+    return model
+
+
+def _rules(model, builder: Builder, report: Reporter) -> None:
+    """What the open does once the records are built: the reading rules, then the arrays read as empty."""
     resolve(model, report)
     for w in builder.missing_arrays:
         report.finding("missing-graph-array", w, LOCATE, f"{w.rsplit('.', 1)[1]} is absent (read as empty)")
-    if keep is not None:
-        keep.append(parsed)
-    return model
+
+
+def _finish(model, builder: Builder, report: Reporter, storage, span: tuple[int, int], step) -> bool:
+    """:func:`open_deferred`'s ``finish``: the deferred node checks and :func:`_rules`, the manifest
+    mapped again meanwhile (problems get their offsets)."""
+    data = storage.span(*span)
+    report.manifest = data
+    try:
+        with paused_gc():
+            if not _with_stack_room(builder.check_deferred, step) or (step is not None and step()):
+                return False
+            _with_stack_room(_rules, model, builder, report)
+        return True
+    finally:
+        report.release_manifest()
+        data.release()
 
 
 def _parse_diagnose(data: bytes, report: Reporter, duplicates: bool = True):

@@ -1,0 +1,121 @@
+"""The viewer's first-screen open (``reader.open_deferred``): after ``finish`` the same document as a
+diagnose open, before it no check of a bulk node list and no reading rule has run.
+
+The differential tests read every bundled file (valid and hostile) and the single-defect mutations of
+``test_reader_lazy`` both ways, every graph a bulk list (``BULK_NODES = 1``, so every node list is
+deferred) and the default, and require the same problems and findings (in the same order, with the
+same offsets) and the same records.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from onemodel_viewer.format import reader
+from onemodel_viewer.format.schema import NodeList
+
+from test_reader_lazy import FILES, MUTATIONS, _chain_model, dump
+from test_reader_util import graph, model, node, pack, write
+
+
+def _whole(doc):
+    return list(doc.problems), list(doc.findings), dump(doc.model) if doc.model is not None else None
+
+
+def both(path, bulk, monkeypatch):
+    """(the diagnose open, the deferred open once finished), each as (problems, findings, records)."""
+    monkeypatch.setattr(reader, "BULK_NODES", bulk)
+    doc, _ = reader.open_with_manifest(path, "diagnose", duplicates=False)
+    try:
+        plain = _whole(doc)
+    finally:
+        doc.close()
+    doc, _, finish = reader.open_deferred(path)
+    try:
+        if finish is not None:
+            assert finish() is True
+        return plain, _whole(doc)
+    finally:
+        doc.close()
+
+
+@pytest.mark.parametrize("bulk", [1, reader.BULK_NODES])
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.rsplit("/", 1)[-1])
+def test_a_finished_deferred_open_is_the_diagnose_open_on_every_bundled_file(path, bulk, monkeypatch):
+    plain, deferred = both(path, bulk, monkeypatch)
+    assert deferred == plain
+
+
+@pytest.mark.parametrize("name", sorted(MUTATIONS))
+def test_a_finished_deferred_open_is_the_diagnose_open_on_single_defects(name, tmp_path, monkeypatch):
+    m = _chain_model()
+    MUTATIONS[name](m)
+    path = write(tmp_path, pack(m, b"\0" * 8))
+    plain, deferred = both(path, 32, monkeypatch)
+    assert deferred == plain
+
+
+def _two_defects(tmp_path):
+    """A 40-node list with an undefined input at node 33, then a function whose body has a bad op."""
+    m = _chain_model()
+    m["graph"]["nodes"][33]["inputs"] = ["nowhere"]
+    m["graph"]["nodes"][5]["op"] = 5  # a node the check builds
+    m["functions"] = [{"name": "f", "domain": "local", "inputs": ["a"], "outputs": ["b"],
+                       "nodes": [node("Relu", ["a"], ["b"], name="r") | {"op": None}]}]
+    m["opsets"].append({"domain": "local", "version": 1})
+    return write(tmp_path, pack(m, b"\0" * 8))
+
+
+def test_before_finish_only_the_parse_and_the_other_records_are_checked(tmp_path, monkeypatch):
+    monkeypatch.setattr(reader, "BULK_NODES", 32)
+    path = _two_defects(tmp_path)
+    doc, parsed, finish = reader.open_deferred(path)
+    try:
+        assert parsed is not None and not parsed.checked_duplicates
+        nodes = doc.model.graph.nodes
+        assert isinstance(nodes, NodeList) and not nodes.built and nodes.built_records() == {}
+        assert [p.where for p in doc.problems] == ["manifest.functions[0].nodes[0].op"]
+        assert doc.model.graph.order is None
+        assert finish() is True
+        # the node list's problem goes before the function's, where the open reports it; the rules' after
+        assert [(p.kind.name, p.where) for p in doc.problems] == [
+            ("MALFORMED", "manifest.graph.nodes[5].op"),
+            ("MALFORMED", "manifest.functions[0].nodes[0].op"),
+            ("INVALID_MODEL", "manifest.graph.nodes[33].inputs[0]"),
+        ]
+        assert all(p.offset is not None for p in doc.problems)  # located in the manifest mapped again
+    finally:
+        doc.close()
+
+
+def test_finish_stops_when_its_step_says_so(tmp_path, monkeypatch):
+    monkeypatch.setattr(reader, "BULK_NODES", 32)
+    path = _two_defects(tmp_path)
+    doc, _, finish = reader.open_deferred(path)
+    try:
+        assert finish(lambda: True) is False
+        assert [p.where for p in doc.problems] == ["manifest.functions[0].nodes[0].op"]
+    finally:
+        doc.close()
+
+
+def test_a_record_built_before_finish_is_checked_once(tmp_path, monkeypatch):
+    """A node the screen shows before ``finish`` (built on its own) has its problem once, not twice."""
+    monkeypatch.setattr(reader, "BULK_NODES", 32)
+    path = _two_defects(tmp_path)
+    doc, _, finish = reader.open_deferred(path)
+    try:
+        assert doc.model.graph.nodes[5].op == ""
+        assert finish() is True
+        assert [p.where for p in doc.problems].count("manifest.graph.nodes[5].op") == 1
+    finally:
+        doc.close()
+
+
+def test_nothing_waits_for_an_unparsable_manifest(tmp_path):
+    path = write(tmp_path, pack(model(graph()), b"")[:70] + b"\0" * 10)
+    doc, parsed, finish = reader.open_deferred(path)
+    try:
+        assert finish is None and parsed is None and doc.problems
+    finally:
+        doc.close()
