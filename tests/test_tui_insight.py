@@ -375,6 +375,8 @@ async def test_neighbourhood_screen_is_reused_for_the_next_node(viewer, models):
         assert min(view.nb.levels) == -2  # the levels chosen last time
         title = str(first.query_one("#nb-title").render())
         assert "Relu" not in title.split("   ")[0] and "matmul2" in title
+        status = str(first.query_one("#nb-status").render())
+        assert status.startswith("MatMul matmul2") and "\nin " in status and "\nout " in status
         await pilot.press("enter")
         await viewer.settle(pilot)
         assert app.current.obj.name == "matmul2"

@@ -63,6 +63,8 @@ class NeighbourhoodView(Widget, can_focus=True):
     """Id of the selected box."""
 
     class SelectionMoved(Message):
+        """The arrow keys moved the selection (not posted for :meth:`set_neighbourhood`)."""
+
         def __init__(self, view: "NeighbourhoodView") -> None:
             super().__init__()
             self.view = view
@@ -78,11 +80,13 @@ class NeighbourhoodView(Widget, can_focus=True):
         self.set_neighbourhood(nb)
 
     def set_neighbourhood(self, nb: Neighbourhood) -> None:
+        """Draw ``nb``, its centre selected. The caller updates what describes the selection."""
         self.nb = nb
         self.order = sorted(nb.levels)
         """Levels top to bottom."""
         self.top = self.left = 0
-        self.selected = nb.centre
+        self.set_reactive(NeighbourhoodView.selected, nb.centre)
+        self._show_selection()
 
     # -- geometry
     @property
@@ -135,7 +139,7 @@ class NeighbourhoodView(Widget, can_focus=True):
         row, part = divmod(line, BOX_H)
         level = self.order[row]
         bw = self.box_w
-        joined = set(self.nb.neighbours(self.selected, -1)) | set(self.nb.neighbours(self.selected, 1))
+        joined = self._joined
         segs: list[Segment] = []
         for b in self.nb.levels[level]:
             bx = self.nb.boxes[b]
@@ -176,9 +180,14 @@ class NeighbourhoodView(Widget, can_focus=True):
 
     # -- movement
     def watch_selected(self) -> None:
+        self._show_selection()
+        self.post_message(self.SelectionMoved(self))
+
+    def _show_selection(self) -> None:
+        # the boxes drawn highlighted: joined to the selected one by an edge
+        self._joined = set(self.nb.neighbours(self.selected, -1)) | set(self.nb.neighbours(self.selected, 1))
         self._keep_visible()
         self.refresh()
-        self.post_message(self.SelectionMoved(self))
 
     def _keep_visible(self) -> None:
         if self.selected not in self.nb.boxes:
