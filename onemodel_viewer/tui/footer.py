@@ -31,10 +31,8 @@ class ScreenFooter(Footer):
         ))
 
     async def recompose(self) -> None:
-        if not self._bindings_ready:
-            return await super().recompose()
         keys = self._keys()
-        if keys == self._shown and self.children:
+        if keys == self._shown and self.children:  # no children: composed before its bindings came
             return
         self._shown = keys
         await super().recompose()
