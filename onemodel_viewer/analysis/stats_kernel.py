@@ -125,10 +125,8 @@ def block_figures(x: "np.ndarray", is_int: bool) -> BlockFigures:
     mn, mx = float(np.minimum.reduce(x)), float(np.maximum.reduce(x))
     if math.isfinite(mn) and math.isfinite(mx):  # min and max propagate NaN: no NaN, no infinity here
         zeros = 0
-        if mn <= 0.0 <= mx:
-            eq = np.equal(x, 0, out=scratch(np.bool_, n))
-            if mn == 0.0 or mx == 0.0 or eq.any():  # any() costs half a count
-                zeros = int(np.count_nonzero(eq))
+        if mn <= 0.0 <= mx:  # count at once: eq.any() first cost 0.47x a numpy.sum of the block, the count 0.26x
+            zeros = int(np.count_nonzero(np.equal(x, 0, out=scratch(np.bool_, n))))
         s, m2 = moments(x, max(-mn, mx))
         return BlockFigures(n, s, mn, mx, zeros, 0, 0, 0, False, m2)
     fin = np.isfinite(x)
