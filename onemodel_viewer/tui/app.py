@@ -204,7 +204,7 @@ class OneModelApp(BackgroundWork, SearchActions, InsightActions, EditActions, Ap
         self.insight = Insight(self, doc, self.facts, held=True)  # run by the background job
         self.describer.extra, self.describer.infer = self.insight.lines, self.insight.infer_type
         self._reset_search()
-        self.findings_pending = doc.source == "onemodel" and doc.model is not None  # the background job's
+        self.expect_background(doc)
         self.query_one("#infobar", InfoBar).show(self._info_parts())
         roots = self.factory.root()
         tree.set_entries(roots)
@@ -251,6 +251,7 @@ class OneModelApp(BackgroundWork, SearchActions, InsightActions, EditActions, Ap
             target = next((r for r in roots if r.kind == "model"), roots[0] if roots else None)
         if select and target is not None and tree.reveal_entry(target):
             self.show_entry(target)
+            self.first_selection = target
 
     def _watch_storage(self, doc: Document, storage: Storage | None) -> None:
         """Tell the user at once when the mapped file changes on disk, and when it cannot be protected."""
@@ -281,7 +282,7 @@ class OneModelApp(BackgroundWork, SearchActions, InsightActions, EditActions, Ap
         counts = self._counts
         if counts is None or counts[0] is not doc:  # walked once per document, not on every info-bar refresh
             counts = self._counts = (doc, count_tensors(doc), count_nodes(doc))
-        return document_parts(doc, counts[1], counts[2], self.findings_pending) + self.edit_parts()
+        return document_parts(doc, counts[1], counts[2], self.findings_pending, self.verdict_note()) + self.edit_parts()
 
     # ------------------------------------------------------------------ selection
     @on(Tree.NodeHighlighted, "#tree")
@@ -498,7 +499,7 @@ class OneModelApp(BackgroundWork, SearchActions, InsightActions, EditActions, Ap
         self.document = doc
         self.unchecked_manifest = unchecked
         self.path = doc.path
-        self.current = None
+        self.current = self.first_selection = None
         self._setup(select_first)
         if old is not None and old is not doc:
             try:
@@ -558,10 +559,6 @@ def make_app(path: str | None = None, *, document: Document | None = None,
     return app
 
 
-def _unopenable(doc: Document) -> bool:
-    return doc.model is None and doc.size == 0 and any(p.kind == Kind.IO for p in doc.problems)
-
-
 def run_viewer(path: str) -> int:
     """Run the viewer on ``path``. A file that cannot be opened at all: message, exit 1."""
     pause_gc()
@@ -578,7 +575,7 @@ def run_viewer(path: str) -> int:
     except BaseException:
         freeze_gc()
         raise
-    if _unopenable(doc):
+    if doc.model is None and doc.size == 0 and any(p.kind == Kind.IO for p in doc.problems):  # not opened at all
         freeze_gc()
         p = next(p for p in doc.problems if p.kind == Kind.IO)
         print(f"onemodel-view: {safe_str(path, 200)}: {safe_str(p.message, 400)}", file=sys.stderr)

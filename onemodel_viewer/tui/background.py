@@ -24,30 +24,52 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any
+from typing import Any, Callable, NamedTuple
 
 from textual import events, work
 
 from ..analysis.facts import Facts
 from ..format.document import Document
 from ..process import favour_ui_thread, freeze_gc
-from .info_bar import InfoBar
+from .bytemap import ByteMap
+from .hex_view import HexView
+from .info_bar import InfoBar, count_nodes, count_tensors
 from .structure_tree import StructureTree
 
-__all__ = ["BackgroundWork", "INPUT_HOLD", "JobCancel", "open_for_viewer"]
+__all__ = ["BackgroundWork", "DEFER_BYTES", "INPUT_HOLD", "JobCancel", "OpenRest", "open_for_viewer"]
 
 INPUT_HOLD = 0.15
 """Seconds the background job waits after each key or click (the answer is drawn meanwhile)."""
 _INPUT = (events.Key, events.MouseDown, events.MouseScrollDown, events.MouseScrollUp)
 
 
-def open_for_viewer(path: str) -> tuple[Document, Any]:
-    """A diagnose open that leaves ``duplicate-key`` to the background job (10^6 nodes: 0.24 s off the
-    first screen), and the parse that job needs (None when there is nothing left to check)."""
-    from ..format.reader import open_with_manifest
+DEFER_BYTES = 1 << 20
+"""Manifests of at least this many bytes open with their node checks and reading rules left to the
+background job (:func:`open_for_viewer`); a smaller one is checked whole before its first screen (~8 ms)."""
 
-    doc, parsed = open_with_manifest(path, "diagnose", duplicates=False)
-    return doc, (parsed if parsed is not None and not parsed.checked_duplicates else None)
+
+class OpenRest(NamedTuple):
+    """What the viewer's open left to the background job."""
+
+    parsed: Any
+    """The open's parse while its duplicate keys are to be found, else None."""
+    finish: Callable[..., bool] | None
+    """The node checks and reading rules still to run (``finish`` of :func:`~..format.reader.open_deferred`), else None."""
+
+
+def open_for_viewer(path: str) -> tuple[Document, OpenRest | None]:
+    """A diagnose open that leaves ``duplicate-key`` to the background job (10^6 nodes: 0.24 s off the
+    first screen) and, for a manifest of :data:`DEFER_BYTES` or more, the checks of its node lists and
+    the reading rules (10^6 nodes: ~1 s); with what that job needs (None when nothing is left)."""
+    from ..format.reader import open_deferred
+
+    doc, parsed, finish = open_deferred(path)
+    if finish is not None and (doc.manifest_span or (0, 0))[1] < DEFER_BYTES:
+        finish()  # a small model's first screen shows its verdict
+        finish = None
+    if parsed is not None and parsed.checked_duplicates:
+        parsed = None
+    return doc, (OpenRest(parsed, finish) if parsed is not None or finish is not None else None)
 
 
 class JobCancel(threading.Event):
@@ -74,8 +96,26 @@ class BackgroundWork:
     findings_pending = False
     """True from the document's first screen until its background job ends (the info bar says so):
     ``duplicate-key`` and the findings that need the bytes come from the job."""
-    unchecked_manifest = None
-    """The document's parse while its duplicate keys are to be found (:func:`open_for_viewer`); the next job takes it."""
+    checks_pending = False
+    """True while the document's node checks and reading rules wait for the job (its problems are not
+    all known: the info bar says "checking…", not "valid")."""
+    checks_failed = False
+    """The job could not finish those checks (a changed file, a core bug): the verdict stays unknown."""
+    first_selection = None
+    """The entry the document's first screen selected (the cursor goes to the first problem found later
+    while it is still there)."""
+    unchecked_manifest: OpenRest | None = None
+    """What the document's open left to the job (:func:`open_for_viewer`); the next job takes it."""
+
+    def expect_background(self, doc: Document) -> None:
+        """A new document is shown: what its job will find is pending (the info bar says so)."""
+        self.findings_pending = doc.source == "onemodel" and doc.model is not None
+        rest = self.unchecked_manifest
+        self.checks_pending, self.checks_failed = rest is not None and rest.finish is not None, False
+
+    def verdict_note(self) -> str:
+        """Why the problems listed may not be all of them (the info bar's ``unchecked``), or ''."""
+        return "checks incomplete" if self.checks_failed else "checking…" if self.checks_pending else ""
 
     def _start_background(self, *, hold_gc: bool = False) -> bool:
         """Work that needs the whole model (facts, insight, the search index, byte-level findings), in one thread.
@@ -94,8 +134,10 @@ class BackgroundWork:
         favour_ui_thread(True)
         # in a list the job empties: the worker keeps its arguments to its end, and the parse must go
         # before the node records are built (the raw nodes and the records together: ~1 GB more for 10^6)
-        unchecked, self.unchecked_manifest = [self.unchecked_manifest], None
-        self._background(doc, self.facts, cancel, unchecked)
+        rest, self.unchecked_manifest = self.unchecked_manifest, None
+        self._background(doc, self.facts, cancel, [rest.finish if rest is not None else None,
+                                                   rest.parsed if rest is not None else None])
+        del rest
         return True
 
     # the description: Textual's default is the repr of the arguments, and the repr of a document
@@ -106,11 +148,15 @@ class BackgroundWork:
         """One thread, one task after the other: each busy thread takes the interpreter from the UI
         thread every few milliseconds (measured on a 10^6-node model: three at once made a key press
         take ~2 s, one ~60 ms). ``cancel`` (set on quit and reload) stops it between and inside tasks.
-        ``unchecked``: ``[the open's parse, its duplicate keys still to be found, or None]``, emptied
-        by the first task."""
+        ``unchecked``: ``[the open's node checks (:attr:`OpenRest.finish`) or None, its parse (duplicate
+        keys still to be found) or None]``, emptied by the first tasks."""
         # ``doc`` and ``facts`` are this document's: a reload replaces self.document/self.facts while
         # this thread runs on (it cannot be stopped), and its results must not land in the new ones
         try:
+            finish = unchecked.pop(0)
+            if finish is not None and doc is self.document and not cancel.is_set():
+                self._finish_checks(doc, finish, cancel)
+            del finish
             parsed = unchecked.pop()
             if parsed is not None and doc is self.document and not cancel.is_set():
                 self._duplicate_findings(doc, parsed, cancel)
@@ -132,6 +178,43 @@ class BackgroundWork:
                 self.call_from_thread(self._background_ended, cancel)
             except Exception:  # app shutting down
                 pass
+
+    def _finish_checks(self, doc: Document, finish: Callable[..., bool], cancel: threading.Event) -> None:
+        """The node checks and reading rules the open left (a piece at a time), then the UI told."""
+        try:
+            done = finish(cancel.is_set)
+        except Exception:  # a changed file or a core bug: the app stays up, the verdict unknown
+            done = False
+        if cancel.is_set():
+            return
+        # what the checked nodes add: their subgraphs' nodes, the tensors of their attributes (which own bytes)
+        counts = (count_tensors(doc), count_nodes(doc))
+        shown = self._counts
+        tensor_map = ByteMap(doc) if shown is None or shown[1] != counts[0] else None
+        try:
+            self.call_from_thread(self._checks_done, doc, done, counts, tensor_map)
+        except Exception:  # app shutting down
+            pass
+
+    def _checks_done(self, doc: Document, done: bool, counts: tuple[int, int], tensor_map: ByteMap | None) -> None:
+        """On the UI thread: the verdict, counts, groups and tensor colours once the node checks have run."""
+        if doc is not self.document:
+            return
+        self.checks_pending, self.checks_failed = False, not done
+        self._counts = (doc, *counts)
+        hexv = self.query_one(HexView)
+        if tensor_map is not None and self.bytemap is not None:
+            self.bytemap.spans = tensor_map.spans  # the same map object the panes hold, with every tensor
+            if hexv.bytemap is self.bytemap:
+                hexv.set_source(hexv.storage, hexv.bytemap)  # drawn again in the new colours
+        self._refresh_group("problems", self.factory.problems_entry())
+        self._refresh_group("findings", self.factory.findings_entry())
+        self.query_one("#infobar", InfoBar).show(self._info_parts())
+        if doc.problems and self.current is not None and self.current is self.first_selection:
+            self._place_cursor(self.query_one(StructureTree).roots)  # not moved since: on the first problem
+        if not done:
+            self.notify("the checks of this model's nodes stopped: its problems may not all be listed",
+                        severity="error", timeout=8, markup=False)
 
     def _facts_known(self, doc: Document) -> None:
         if doc is self.document:
@@ -199,10 +282,13 @@ class BackgroundWork:
         if doc is not self.document:
             return
         doc.findings.extend(extra)
+        self._refresh_group("findings", self.factory.findings_entry())
+        self.query_one("#infobar", InfoBar).show(self._info_parts())
+
+    def _refresh_group(self, key: str, new) -> None:
+        """The tree's top-level group ``key`` (``problems``, ``findings``) takes the label and children of ``new``."""
         tree = self.query_one(StructureTree)
-        old = next((e for e in tree.roots if e.key == "findings"), None)
+        old = next((e for e in tree.roots if e.key == key), None)
         if old is not None:
-            new = self.factory.findings_entry()
             old.label, old.children = new.label, new.children
             tree.refresh_entry(old)
-        self.query_one("#infobar", InfoBar).show(self._info_parts())

@@ -121,12 +121,15 @@ class EntryFactory:
                     Entry("group", count_label("functions", len(m.functions)), where=m.where + ".functions",
                           key="functions", children=lambda: [self.function_entry(f) for f in m.functions])
                 )
-        out.append(
-            Entry("group", count_label("problems", len(doc.problems)), where="", key="problems",
-                  children=(lambda: [self.problem_entry(p) for p in doc.problems]) if doc.problems else None)
-        )
+        out.append(self.problems_entry())
         out.append(self.findings_entry())
         return out
+
+    def problems_entry(self) -> Entry:
+        """The ``problems (N)`` group of the document's current problems."""
+        doc = self.doc
+        return Entry("group", count_label("problems", len(doc.problems)), where="", key="problems",
+                     children=(lambda: [self.problem_entry(p) for p in doc.problems]) if doc.problems else None)
 
     def findings_entry(self) -> Entry:
         """The ``findings (N)`` group of the document's current findings."""

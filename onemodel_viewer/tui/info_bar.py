@@ -89,9 +89,12 @@ def count_tensors(doc: Document) -> int:
     return 0 if doc.model is None else len(all_tensors(doc.model))
 
 
-def document_parts(doc: Document, tensors: int, nodes: int, checking: bool = False) -> list[tuple[Text, int, bool]]:
+def document_parts(doc: Document, tensors: int, nodes: int, checking: bool = False,
+                   unchecked: str = "") -> list[tuple[Text, int, bool]]:
     """The viewer's parts for ``doc`` (``tensors`` and ``nodes`` counted once per document), most
-    important kept longest: the verdict never goes. ``checking``: findings are still being looked for."""
+    important kept longest: the verdict never goes. ``checking``: findings are still being looked for.
+    ``unchecked``: why problems may be missing (``checking…``: the node checks still run), said
+    instead of ``valid``, or after the problems found so far."""
     parts: list[tuple[Text, int, bool]] = [(Text("onemodel-view", style="bold"), 20, False)]
     parts.append((Text(" ") + safe_text(os.path.basename(doc.path), style="bold", limit=60), 90, True))
     parts.append((Text(f"  {human_size(doc.size)}", style="dim"), 40, True))
@@ -108,6 +111,10 @@ def document_parts(doc: Document, tensors: int, nodes: int, checking: bool = Fal
     if doc.problems:
         parts.append((Text(f"{len(doc.problems)} problem{'s' if len(doc.problems) != 1 else ''}",
                            style="bold red"), 100, False))
+        if unchecked:
+            parts.append((Text(f" ({unchecked})", style="dim"), 100, True))
+    elif unchecked:
+        parts.append((Text(unchecked, style="bold"), 100, False))
     else:
         parts.append((Text("valid", style="bold green"), 100, False))
     if doc.findings:
