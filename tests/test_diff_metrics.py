@@ -266,6 +266,29 @@ def test_threads_slices_and_segments_agree(monkeypatch):
     assert math.isclose(split.rel_l2, ref["rel_l2"], rel_tol=1e-6)
 
 
+def test_units_cover_every_byte_once_largest_first(monkeypatch):
+    """Units of work: a big tensor cut into SEGMENT stretches, a middling one alone, small ones grouped in file
+    order up to GROUP; every byte of every pair in exactly one stretch; the largest units first.
+
+    Broke (slow, not wrong): units were handed out in file order, so a 48 MiB one could come last and leave
+    the other thread idle while it ran."""
+    from types import SimpleNamespace
+
+    monkeypatch.setattr(T, "SEGMENT", 1000)
+    monkeypatch.setattr(T, "GROUP", 300)
+    sizes = [100, 2500, 120, 90, 0, 400, 50]
+    pairs = [(SimpleNamespace(length=n), SimpleNamespace(length=n)) for n in sizes]
+    units = T._units(pairs)
+    unit_bytes = [sum(e - s for _, s, e in u) for u in units]
+    assert unit_bytes == sorted(unit_bytes, reverse=True)
+    assert units[:4] == [[(1, 0, 1000)], [(1, 1000, 2000)], [(1, 2000, 2500)], [(5, 0, 400)]]
+    assert sorted(units[4:]) == [[(0, 0, 100), (2, 0, 120), (3, 0, 90)], [(4, 0, 0), (6, 0, 50)]]
+    covered = sorted((i, s, e) for u in units for i, s, e in u)
+    for i, n in enumerate(sizes):
+        mine = [(s, e) for j, s, e in covered if j == i]
+        assert mine[0][0] == 0 and mine[-1][1] == n and all(x[1] == y[0] for x, y in zip(mine, mine[1:]))
+
+
 def test_sums_do_not_depend_on_which_thread_finishes_first(monkeypatch):
     """Bit-identical sums whatever order the threads finish a tensor's stretches in.
 

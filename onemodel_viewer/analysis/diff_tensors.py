@@ -62,7 +62,10 @@ SUM_ROW = 512
 """Elements per float32 sum (Σ|b − a|; einsum: 0.071 ns an element in rows of 512, 0.080 in rows of 256)."""
 
 SEGMENT = 8 * CHUNK
-"""Bytes per unit of work: larger tensors are split between threads, smaller ones grouped."""
+"""Bytes per stretch: larger tensors are split into stretches of this size (one unit of work each)."""
+
+GROUP = 2 * CHUNK
+"""Bytes of small tensors grouped into one unit of work (see :func:`_units`)."""
 
 THREADS = 2
 """Threads comparing tensor data."""
@@ -481,6 +484,34 @@ def compare_data(a: Tensor, b: Tensor, cancel: threading.Event | None = None) ->
     return _finish(a, b, st, cancel)
 
 
+def _units(pairs: Sequence[tuple[Tensor, Tensor]]) -> list[list[tuple[int, int, int]]]:
+    """The units of work of :func:`compare_tensors`, largest first; each a list of (pair, start, end) stretches.
+
+    A tensor over :data:`SEGMENT` bytes is cut into stretches of that size, one unit each; a tensor
+    over :data:`GROUP` bytes is one unit; smaller ones are grouped, in order, up to :data:`GROUP`. The
+    stretches (and so the sums) depend on :data:`SEGMENT` only. Largest first, so the last units
+    are small ones and the threads finish close together (with units in file order a 48 MiB one
+    could come last and leave the other thread idle for its ~0.1 s).
+    """
+    units: list[tuple[int, list[tuple[int, int, int]]]] = []  # (bytes, stretches)
+    cur: list[tuple[int, int, int]] = []
+    cur_bytes = 0
+    for i, (a, b) in enumerate(pairs):
+        n = min(a.length, b.length)
+        if n > min(GROUP, SEGMENT):
+            units.extend((min(SEGMENT, n - s), [(i, s, min(s + SEGMENT, n))]) for s in range(0, n, SEGMENT))
+            continue
+        cur.append((i, 0, n))
+        cur_bytes += n
+        if cur_bytes >= GROUP:
+            units.append((cur_bytes, cur))
+            cur, cur_bytes = [], 0
+    if cur:
+        units.append((cur_bytes, cur))
+    units.sort(key=lambda u: -u[0])  # stable: file order among equal sizes
+    return [u for _, u in units]
+
+
 def compare_tensors(
     pairs: Sequence[tuple[Tensor, Tensor]],
     *,
@@ -497,21 +528,11 @@ def compare_tensors(
     """
     total = check_sizes(pairs)
     results: list[DataDelta | None] = [None] * len(pairs)
-    units: list[list[tuple[int, int, int]]] = []  # each: (pair, start, end) stretches
+    units = _units(pairs)
     left = [0] * len(pairs)
-    cur: list[tuple[int, int, int]] = []
-    cur_bytes = 0
-    for i, (a, b) in enumerate(pairs):
-        n = min(a.length, b.length)
-        for s in range(0, max(n, 1), SEGMENT):
-            cur.append((i, s, min(s + SEGMENT, n)))
+    for unit in units:
+        for i, _, _ in unit:
             left[i] += 1
-            cur_bytes += min(SEGMENT, n - s)
-            if cur_bytes >= SEGMENT:
-                units.append(cur)
-                cur, cur_bytes = [], 0
-    if cur:
-        units.append(cur)
     parts: list[list[tuple[int, _Sums]]] = [[] for _ in pairs]  # each pair's stretches as they complete
     stop = threading.Event()  # the caller's cancel, or a failure: the workers stop between chunks
 
