@@ -105,6 +105,37 @@ def test_plan_sets_manifest_paths():
     assert g.inputs[0].type.where == "manifest.graph.inputs[0].type"
 
 
+def test_plan_keeps_every_other_field_of_every_record():
+    """plan builds its copies with the records' constructors, positionally: each field of each copy
+    is the original's, but ``where`` (and a tensor's ``offset``/``length``)."""
+    from dataclasses import fields
+
+    model = small_model()
+    planned = writer.plan(model)
+
+    def walk(a, b, path):
+        assert type(a) is type(b), path
+        if isinstance(a, tuple):
+            assert len(a) == len(b), path
+            for i, (x, y) in enumerate(zip(a, b)):
+                walk(x, y, f"{path}[{i}]")
+            return
+        if not hasattr(a, "__dataclass_fields__"):
+            assert a == b, path
+            return
+        for f in fields(a):
+            if f.name == "where" or (isinstance(a, Tensor) and f.name in ("offset", "length")):
+                continue
+            x, y = getattr(a, f.name), getattr(b, f.name)
+            if hasattr(x, "__dataclass_fields__") or isinstance(x, tuple) or f.name == "nodes":
+                walk(tuple(x) if f.name == "nodes" else x, tuple(y) if f.name == "nodes" else y, f"{path}.{f.name}")
+            else:
+                assert x is y or x == y, f"{path}.{f.name}"
+
+    walk(model, planned, "model")
+    assert [t.length for t in all_tensors(planned)] == [t.length for t in all_tensors(model)]
+
+
 def test_manifest_field_order_and_omitted_defaults():
     m = json.loads(writer.encode_manifest(writer.plan(small_model())))
     assert list(m) == ["format", "version", "ir_version", "producer_name", "opsets", "metadata", "graph", "functions"]
