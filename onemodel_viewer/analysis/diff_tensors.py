@@ -35,15 +35,14 @@ from __future__ import annotations
 import math
 import threading
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
-from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
 from ..format.dtypes import DTYPES, DataType, DType, decode
 from ..format.schema import Tensor
 from .diff_pages import check_files, flush, release
-from .diff_result import DiffCancelled, json_number
+from .diff_result import DataDelta, DiffCancelled
 from .diff_skip import check_sizes
 
 __all__ = ["CHUNK", "THREADS", "DataDelta", "compare_data", "compare_tensors", "tensor_norms"]
@@ -79,70 +78,7 @@ _F16_FINITE = 65504.0
 """Largest finite float16; its NaN/Inf come out of the bit move as 65536 or more."""
 
 
-# ---------------------------------------------------------------------------- results
-
-
-@dataclass(slots=True)
-class DataDelta:
-    """How the data of two tensors of one dtype and shape differ (at least one element does)."""
-
-    count: int
-    """Elements per tensor."""
-    differing: int
-    """Elements whose bit patterns differ."""
-    first: int
-    """Flat index of the first differing element."""
-    a_first: str
-    """That element in A, as text (NaN payloads and ``-0.0`` visible)."""
-    b_first: str
-    is_float: bool
-    max_abs: float | int = 0
-    """Largest |b − a| (integers: exact; floats: over finite pairs)."""
-    max_rel: float = 0.0
-    """Largest |b − a| / max(|a|, |b|) over finite pairs (floats)."""
-    nonfinite: int = 0
-    """Element pairs where either side is NaN or ±Inf (floats)."""
-    finite: int = 0
-    """Element pairs where both sides are finite (floats)."""
-    sum_aa: float = 0.0
-    """Σa² over finite pairs (floats; complex: Σ|a|²)."""
-    sum_bb: float = 0.0
-    sum_ab: float = 0.0
-    """Σab over finite pairs (complex: Re Σ conj(a)·b)."""
-    sum_dd: float = 0.0
-    """Σ(b − a)² over finite pairs."""
-    sum_abs: float = 0.0
-    """Σ|b − a| over finite pairs."""
-
-    @property
-    def rel_l2(self) -> float:
-        """‖b − a‖₂ / ‖a‖₂; 0 when both are zero, ``inf`` when only ‖a‖₂ is."""
-        if self.sum_aa > 0:
-            return math.sqrt(self.sum_dd) / math.sqrt(self.sum_aa)
-        return 0.0 if self.sum_dd == 0 else math.inf
-
-    @property
-    def cosine(self) -> float | None:
-        """Cosine similarity; 1 when both sides are all zeros, ``None`` when only one is."""
-        if self.sum_aa > 0 and self.sum_bb > 0:
-            return max(-1.0, min(1.0, self.sum_ab / (math.sqrt(self.sum_aa) * math.sqrt(self.sum_bb))))
-        return 1.0 if self.sum_aa == self.sum_bb == 0 else None
-
-    @property
-    def mean_abs(self) -> float | None:
-        """Mean |b − a| over finite pairs (``None`` without any)."""
-        return self.sum_abs / self.finite if self.finite else None
-
-    def metrics(self) -> dict[str, Any]:
-        """The JSON-safe figures of a ``detail`` (beside the index and offset facts the caller adds)."""
-        out: dict[str, Any] = {"differing": self.differing, "count": self.count}
-        if self.is_float:
-            out.update(max_abs=json_number(self.max_abs), max_rel=json_number(self.max_rel),
-                       rel_l2=json_number(self.rel_l2), cosine=json_number(self.cosine),
-                       mean_abs=json_number(self.mean_abs), nonfinite=self.nonfinite)
-        else:
-            out["max_abs"] = int(self.max_abs)
-        return out
+# ---------------------------------------------------------------------------- running sums
 
 
 class _Sums:
