@@ -147,3 +147,74 @@ def test_first_values_memo_gives_format_floats():
         t = Tensor("t", code, (pats.size,), storage=BytesStorage(pats.tobytes()), file_offset=0, length=2 * pats.size)
         for _ in range(2):  # cold, then from the memo
             assert compute_stats(t).first == format_floats(pats[:16].view(info.numpy), code)
+
+
+def test_group_counts_a_tensor_piece_by_piece(monkeypatch):
+    """A tensor of several bincount pieces (counted piece by piece into its row of the table, the pieces
+    added) gives the figures of one piece, in a group and alone."""
+    import onemodel_viewer.analysis.stats_patterns as P
+
+    ts = [make(code, weights(code, 25_001, i), f"t{i}") for i, code in enumerate(CODES)]
+    want = [compute_stats(t, threads=1) for t in ts]
+    monkeypatch.setattr(P, "PIECE", 1000)
+    assert compute_stats_group(ts) == want
+    assert [compute_stats(t, threads=2, chunk_bytes=4096) for t in ts] == want
+
+
+class _CancelAfter:
+    """An event that is set from its ``n``-th look on."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.looks = 0
+
+    def is_set(self) -> bool:
+        self.looks += 1
+        return self.looks >= self.n
+
+
+def test_group_cancel_between_pieces(monkeypatch):
+    """The group path checks cancel between the pieces of a tensor, not only between tensors."""
+    import onemodel_viewer.analysis.stats_patterns as P
+    from onemodel_viewer.analysis.stats import Cancelled
+
+    monkeypatch.setattr(P, "PIECE", 1000)
+    counted = []
+    real = np.bincount
+    monkeypatch.setattr(np, "bincount", lambda *a, **k: counted.append(1) or real(*a, **k))
+    ev = _CancelAfter(3)  # _start looks once, then one look between pieces passes
+    with pytest.raises(Cancelled):
+        compute_stats_group([make(DataType.FLOAT16, weights(DataType.FLOAT16, 25_000, 0))], cancel=ev)
+    assert len(counted) == 2  # stopped after two of its 25 pieces
+
+
+class _Withdrawn(BytesStorage):
+    """Bytes whose file is reported changed on disk once ``gone`` is set."""
+
+    gone = False
+
+    def check(self) -> None:
+        from onemodel_viewer.format.errors import FormatError, Kind
+
+        if self.gone:
+            raise FormatError(Kind.IO, "file", None, "changed on disk")
+
+
+def test_group_rechecks_the_file_after_counting(monkeypatch):
+    """Counts read from a mapping withdrawn while they were counted (zeros) never pass as data: Io, as from
+    compute_stats."""
+    from onemodel_viewer.format.errors import FormatError, Kind
+
+    data = encode(weights(DataType.FLOAT16, 20_000, 2), DTYPES[DataType.FLOAT16])
+    storage = _Withdrawn(data)
+    gone = Tensor("gone", DataType.FLOAT16, (20_000,), storage=storage, file_offset=0, length=len(data), where="gone")
+    real = np.bincount
+
+    def bincount(*a, **k):
+        storage.gone = True  # withdrawn during the count
+        return real(*a, **k)
+
+    monkeypatch.setattr(np, "bincount", bincount)
+    with pytest.raises(FormatError) as e:
+        compute_stats_group([gone, make(DataType.FLOAT16, weights(DataType.FLOAT16, 20_000, 1), "ok")])
+    assert (e.value.kind, e.value.where) == (Kind.IO, "file")

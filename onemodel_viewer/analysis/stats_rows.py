@@ -164,9 +164,31 @@ def row_stats(info: DType, count: int, counts: "np.ndarray", first: tuple[str, .
     return rows_stats(info, counts.astype(np.float64).reshape(1, PATTERNS), [count], [first])[0]
 
 
-def rows_stats(info: DType, counts: "np.ndarray", sizes: list[int], firsts: list[tuple[str, ...]]) -> list[TensorStats]:
+def row_sums(info: DType, counts: "np.ndarray", size: int, out: "np.ndarray") -> None:
+    """Per row of the layout, (values, Σm, Σm²) of one tensor of ``size`` elements from its pattern counts
+    (65,536 float64, exact integers) into ``out`` (rows x 3 float64): one small matrix product, exact."""
+    import numpy as np
+
+    lay = row_layout(info)
+    rows = counts.reshape(-1, lay.width)
+    if size * (lay.width - 1) ** 2 < EXACT_FLOAT:  # every partial sum an exact integer: any order, same bits
+        np.matmul(rows, lay.weights, out=out)  # 65,536 x 3: below OpenBLAS's threading threshold
+    else:  # pragma: no cover - more than 2^37 values
+        out[...] = rows.astype(np.int64) @ lay.weights.astype(np.int64)
+
+
+def sums_table(info: DType, n: int) -> "np.ndarray":
+    """An (n, rows, 3) float64 array for the :func:`row_sums` of ``n`` tensors of a 16-bit type."""
+    import numpy as np
+
+    return np.empty((n, PATTERNS // row_layout(info).width, 3), dtype=np.float64)
+
+
+def rows_stats(info: DType, counts: "np.ndarray", sizes: list[int], firsts: list[tuple[str, ...]],
+               sums: "np.ndarray | None" = None) -> list[TensorStats]:
     """Statistics of several tensors of one 16-bit type from their pattern counts, ``counts[t, pattern]``
     (float64, exact integers), ``sizes[t]`` elements each; each tensor's figures do not depend on the others.
+    ``sums[t]``: the tensors' :func:`row_sums`, when already computed (else computed here).
 
     The steps run on all the tensors at once (a few dozen numpy calls whatever their number), except the
     row sums (one small matrix product per tensor) and the integer mean and variance."""
@@ -176,12 +198,10 @@ def rows_stats(info: DType, counts: "np.ndarray", sizes: list[int], firsts: list
     width = lay.width
     n = counts.shape[0]
     rows = counts.reshape(n, -1, width)
-    sums = np.empty((n, rows.shape[1], 3), dtype=np.float64)
-    for t in range(n):
-        if sizes[t] * (width - 1) ** 2 < EXACT_FLOAT:  # every partial sum an exact integer: any order, same bits
-            np.matmul(rows[t], lay.weights, out=sums[t])  # 65,536 x 3: below OpenBLAS's threading threshold
-        else:  # pragma: no cover - more than 2^37 values
-            sums[t] = rows[t].astype(np.int64) @ lay.weights.astype(np.int64)
+    if sums is None:
+        sums = sums_table(info, n)
+        for t in range(n):
+            row_sums(info, counts[t], sizes[t], sums[t])
     per_row = sums[:, :, 0]
     if lay.special.size:
         posinf, neginf = counts[:, lay.posinf], counts[:, lay.neginf]
