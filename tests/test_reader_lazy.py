@@ -410,3 +410,24 @@ def test_an_unbuilt_node_list_does_not_keep_the_manifest_bytes(tmp_path, monkeyp
         assert nodes[5].name == "n5"  # still builds
     finally:
         doc.close()
+
+
+def test_plain_nodes_collects_the_same_columns_as_node_columns():
+    """``builder.plain_nodes`` takes ``schema.node_columns``' steps inline (a node with one output adds it
+    with ``set.add``): the same sets and counts for nodes with no, one and two outputs, names defined
+    twice, read before, by and after their definition, and ``""`` operands."""
+    from onemodel_viewer.format.builder import plain_nodes
+    from onemodel_viewer.format.schema import node_columns
+
+    specs = [
+        (["w", ""], ["a"]), (["a", "late"], ["b", "c"]), ([], []), (["b"], ["a"]),  # "a" twice
+        (["self"], ["self"]), (["c", "w"], ["late"]), (["x", "late"], ["d", "d"]), (["d"], []),
+    ]
+    raw = [{"name": f"n{i}", "op": "Op", "domain": "" if i % 3 else "x", "overload": "", "inputs": ins,
+            "outputs": outs, "attributes": []} for i, (ins, outs) in enumerate(specs)]
+    eager, got = plain_nodes(raw)
+    want = node_columns([o["inputs"] for o in raw], [o["outputs"] for o in raw], [o["domain"] for o in raw])
+    assert eager == []
+    assert (got.domains, got.defined, got.output_count, got.read_early) == (
+        want.domains, want.defined, want.output_count, want.read_early)
+    assert got.read_early == {"w", "", "late", "self", "x"} and got.output_count == 8

@@ -92,7 +92,7 @@ def plain_nodes(raw: list) -> tuple[list[int], NodeColumns] | None:
     add_dom = domains.add
     defined: set[str] = set()
     read_early: set[str] = set()
-    define, read = defined.update, read_early.add
+    define, define_one, read = defined.update, defined.add, read_early.add
     count = 0
     join = "".join
     try:
@@ -111,8 +111,12 @@ def plain_nodes(raw: list) -> tuple[list[int], NodeColumns] | None:
             for x in inputs:
                 if x not in defined:
                     read(x)
-            define(outputs)
-            count += len(outputs)
+            n = len(outputs)
+            if n == 1:  # most nodes: set.add, not set.update of a list (10^4 nodes 3.2 -> 2.65 ms for the sets)
+                define_one(outputs[0])
+            else:
+                define(outputs)
+            count += n
             add_dom(domain)
     except (KeyError, TypeError):  # a field missing, a node not an object, an input or output not a string
         return None
