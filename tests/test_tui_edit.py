@@ -568,7 +568,7 @@ async def test_background_job_steps_aside_for_the_frames_after_a_re_read(tmp_pat
     """Regression: the frames drawing the re-read document and the selection put back (the whole
     tree, detail and hex panes) shared the interpreter with the new document's background job, which
     doubled their wall time; the job now waits at its next step while each is drawn."""
-    from onemodel_viewer.tui.edit_mode import FRAME_HOLD
+    from onemodel_viewer.tui.edit_mode import FRAME_HOLD, REREAD_HOLD
 
     held = []
     real = make_app.__globals__["OneModelApp"].hold_background
@@ -588,5 +588,5 @@ async def test_background_job_steps_aside_for_the_frames_after_a_re_read(tmp_pat
         assert app.apply_edit(f'{where}.inputs[0]="undefined-x"')
         await _until(pilot, lambda: not app.edit_pending and not app.edit_restoring)
         await settle(pilot)
-        assert held == [FRAME_HOLD, FRAME_HOLD]  # the re-read shown, then the selection put back
+        assert held == [REREAD_HOLD, FRAME_HOLD, FRAME_HOLD]  # the re-read, then it shown, then the selection put back
         assert app.query_one(StructureTree).cursor_node.data.where == where

@@ -106,6 +106,8 @@ class BackgroundWork:
     while it is still there)."""
     unchecked_manifest: OpenRest | None = None
     """What the document's open left to the job (:func:`open_for_viewer`); the next job takes it."""
+    keep_gc_off = False
+    """True while something else needs the GC off (an edit's re-read): the job's end then leaves it off."""
 
     def expect_background(self, doc: Document) -> None:
         """A new document is shown: what its job will find is pending (the info bar says so)."""
@@ -232,8 +234,14 @@ class BackgroundWork:
         if isinstance(cancel, JobCancel):
             cancel.input_until = max(cancel.input_until, time.monotonic() + seconds)
 
+    def release_background(self) -> None:
+        """The job goes on at its next step (ends :meth:`hold_background`)."""
+        cancel = self._background_cancel
+        if isinstance(cancel, JobCancel):
+            cancel.input_until = 0.0
+
     def _background_ended(self, cancel: threading.Event) -> None:
-        """The job of ``cancel`` ended: the GC back on unless a newer job runs; no findings to come."""
+        """The job of ``cancel`` ended: the GC back on unless a newer job runs or :attr:`keep_gc_off`; no findings to come."""
         if cancel is self._background_cancel:
             favour_ui_thread(False)
             if self.findings_pending and self.document is not None:
@@ -241,7 +249,8 @@ class BackgroundWork:
                 self.query_one("#infobar", InfoBar).show(self._info_parts())
         if self.background_gc_held and cancel is self._background_cancel:
             self.background_gc_held = False
-            freeze_gc()
+            if not self.keep_gc_off:
+                freeze_gc()
 
     def _duplicate_findings(self, doc: Document, parsed, cancel: threading.Event) -> None:
         """``duplicate-key`` of the open's parse ``parsed`` (the viewer's open leaves them to this job)."""

@@ -48,6 +48,10 @@ FRAME_HOLD = 0.05
 """Seconds the background job waits when the re-read document is shown and when the selection is put
 back: the frames after them redraw the whole tree, detail and hex panes (~15-25 ms of the UI thread),
 and sharing the interpreter with the job (1 ms switch interval) doubled their wall time."""
+REREAD_HOLD = 0.5
+"""At most this many seconds the shown document's background job waits while an edit is applied and the
+file read again (its results are for a document about to be replaced; sharing the interpreter with it
+made some re-checks twice as long: 0.47-0.87 s instead of ~0.25 on 10,000 nodes)."""
 
 
 def _key(p) -> tuple[str, str]:
@@ -215,7 +219,10 @@ class EditActions:
         self.edit_pending = True
         # the re-read builds ~10 records a node: collections over them in the worker would hold the
         # interpreter (the UI) for 100s of ms; the GC stays off until the next background job ends
+        # (the shown document's job ending meanwhile leaves it off)
         pause_gc()
+        self.keep_gc_off = True
+        self.hold_background(REREAD_HOLD)
         self.query_one("#infobar", InfoBar).show(self._info_parts())
         self._edit_op(session, op, edit, self._edit_generation, self._edit_turns.take())
 
@@ -268,7 +275,9 @@ class EditActions:
                 doc.close()
             return
         self.edit_pending = False
+        self.keep_gc_off = False
         if doc is None:
+            self.release_background()
             if not self.background_gc_held:
                 freeze_gc()
             self.query_one("#infobar", InfoBar).show(self._info_parts())

@@ -1,0 +1,85 @@
+"""Pilot tests of an edit's re-check in the viewer (tui/edit_mode.py): what runs beside the re-read."""
+
+from __future__ import annotations
+
+import gc
+import time
+from pathlib import Path
+
+from conftest import Viewer
+
+from onemodel_viewer.format import reader
+from onemodel_viewer.format.schema import Graph, Model, Node, OperatorSet, Type, ValueInfo
+from onemodel_viewer.format.writer import write
+from onemodel_viewer.tui.app import make_app
+
+SIZE = (120, 40)
+settle = Viewer.settle
+
+
+def chain_model(tmp_path: Path, n: int) -> Path:
+    """A graph of ``n`` Identity nodes in a chain (groups of 1,000 nodes when ``n`` > 1,000)."""
+    nodes = tuple(Node("Identity", f"n{i}", inputs=(f"v{i}",), outputs=(f"v{i + 1}",)) for i in range(n))
+    t = Type("tensor", elem=1, shape=(1,))
+    g = Graph("chain", inputs=(ValueInfo("v0", t),), outputs=(ValueInfo(f"v{n}", t),), nodes=nodes)
+    path = tmp_path / "chain.onemodel"
+    write(Model(ir_version=8, graph=g, opsets=(OperatorSet("", 17),)), path)
+    return path
+
+
+async def until(pilot, done, seconds: float = 20.0) -> None:
+    """Pause until ``done()`` (a state, never a count of pauses); fail after ``seconds``."""
+    end = time.monotonic() + seconds
+    while not done():
+        assert time.monotonic() < end, "state not reached"
+        await pilot.pause(0.01)
+
+
+async def test_the_shown_documents_job_waits_while_the_edited_file_is_read_again(tmp_path, monkeypatch):
+    """Regression: the background job of the document shown shared the interpreter with the edit's
+    re-read (its results are for a document about to be replaced): some re-checks of the 10,000-node
+    model took twice as long (0.47-0.87 s instead of ~0.25). It now waits at its next step until the
+    re-read document is shown."""
+    held_during = []
+    real_open = reader.open_storage
+
+    def reading(*args, **kwargs):
+        app = pilot.app
+        held_during.append(app._background_cancel.input_until > time.monotonic())
+        return real_open(*args, **kwargs)
+
+    monkeypatch.setattr(reader, "open_storage", reading)
+    app = make_app(str(chain_model(tmp_path, 50)))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert app.apply_edit('manifest.graph.nodes[10].inputs[0]="undefined-x"')
+        await until(pilot, lambda: not app.edit_pending)
+        await settle(pilot)
+        assert held_during == [True]
+        assert any(p.where.startswith("manifest.graph.nodes[10]") for p in app.document.problems)
+
+
+async def test_the_gc_stays_off_until_the_re_read_is_shown_when_the_job_ends_meanwhile(tmp_path, monkeypatch):
+    """Regression: the shown document's background job ending while an edit was read again turned the
+    GC back on; collections over the re-read's new records then ran in its thread (24-58 ms holding the
+    interpreter, the UI waiting). It stays off until the re-read document's own job ends."""
+    real_open = reader.open_storage
+    enabled = []
+
+    def reading(*args, **kwargs):
+        app = pilot.app
+        app.call_from_thread(app._background_ended, app._background_cancel)  # the job ends meanwhile
+        enabled.append(gc.isenabled())
+        return real_open(*args, **kwargs)
+
+    monkeypatch.setattr(reader, "open_storage", reading)
+    app = make_app(str(chain_model(tmp_path, 50)))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        app.background_gc_held = True  # as run_viewer leaves it: the GC off until the job ends
+        assert app.apply_edit('manifest.graph.nodes[10].inputs[0]="undefined-x"')
+        await until(pilot, lambda: not app.edit_pending)
+        assert enabled == [False]
+        await until(pilot, lambda: not app.background_gc_held)  # the re-read document's job ended
+        assert gc.isenabled()
+
