@@ -439,7 +439,8 @@ async def test_selection_not_taken_back_when_the_cursor_moved_before_it_returned
         moved = tree.cursor_node.data
         await _until(pilot, lambda: not app.edit_restoring)
         await settle(pilot)
-        assert tree.cursor_node.data is moved and moved.where != where
+        assert tree.cursor_node.data.where == moved.where != where  # the row moved to...
+        assert tree.cursor_node.data.obj is app.document.model.graph.nodes[1101]  # ...on the re-read document
 
 
 async def test_selection_comes_back_when_a_newer_edit_lands_before_it_did(tmp_path, monkeypatch):

@@ -83,3 +83,61 @@ async def test_the_gc_stays_off_until_the_re_read_is_shown_when_the_job_ends_mea
         await until(pilot, lambda: not app.background_gc_held)  # the re-read document's job ended
         assert gc.isenabled()
 
+
+def shown_rows(app) -> list[tuple]:
+    """Every row the tree shows but the problems group's (it carries the edit's marks): depth, label with
+    its styles, record, expandable, open; each row's entry mapping back to its row."""
+    from onemodel_viewer.tui.structure_tree import StructureTree
+
+    tree = app.query_one(StructureTree)
+    out = []
+
+    def walk(node, depth: int) -> None:
+        for child in node.children:
+            e = child.data
+            assert tree.node_for(e) is child
+            if e.key == "problems":
+                continue
+            out.append((depth, child.label.markup, e.kind, e.where, child.allow_expand, child.is_expanded))
+            if child.is_expanded:
+                walk(child, depth + 1)
+
+    walk(tree.root, 0)
+    return out
+
+
+async def test_the_tree_after_an_edit_has_the_rows_of_a_fresh_build(tmp_path):
+    """The tree keeps its rows across an edit's re-read (only changed rows relabelled, rows added and
+    removed where records came and went): it must show what a viewer opened on the edited file shows,
+    every row on the re-read document's records."""
+    from onemodel_viewer.tui.structure_tree import StructureTree
+
+    path = chain_model(tmp_path, 2500)
+    where = "manifest.graph.nodes[1500]"
+    app = make_app(str(path))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        app.reveal(where)
+        await settle(pilot)
+        before = shown_rows(app)
+        assert app.apply_edit(f'{where}.name="renamed"')  # the selected row's label changes
+        assert app.apply_edit('manifest.graph.nodes[1501].inputs[0]="undefined-x"')  # a problem appears
+        await until(pilot, lambda: not app.edit_pending and not app.edit_restoring)
+        await settle(pilot)
+        after = shown_rows(app)
+        tree = app.query_one(StructureTree)
+        nodes = app.document.model.graph.nodes
+        assert tree.cursor_node.data.obj is nodes[1500] and nodes[1500].name == "renamed"
+        group = tree.cursor_node.parent
+        assert [c.data.obj for c in group.children] == [nodes[i] for i in range(1000, 2000)]
+        problems = tree.node_for(next(e for e in tree.roots if e.key == "problems"))
+        assert len(problems.children) == len(app.document.problems) == 1
+        edited = tmp_path / "edited.onemodel"
+        app.edit_session.save_as(str(edited))
+    assert after != before and any("renamed" in r[1] for r in after)
+    fresh = make_app(str(edited))
+    async with fresh.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        fresh.reveal(where)
+        await settle(pilot)
+        assert shown_rows(fresh) == after

@@ -185,7 +185,7 @@ class OneModelApp(BackgroundWork, SearchActions, InsightActions, EditActions, Ap
         if not self._start_background(hold_gc=resume) and resume:
             freeze_gc()  # no job: nothing to hold the GC for (with a job: on when it ends)
 
-    def _setup(self, select_first: bool = True) -> None:
+    def _setup(self, select_first: bool = True, later: Any = None) -> None:
         doc = self.document
         tree = self.query_one(StructureTree)
         hexv = self.query_one(HexView)
@@ -207,7 +207,7 @@ class OneModelApp(BackgroundWork, SearchActions, InsightActions, EditActions, Ap
         self.expect_background(doc)
         self.query_one("#infobar", InfoBar).show(self._info_parts())
         roots = self.factory.root()
-        tree.set_entries(roots)
+        tree.set_entries(roots, later)
         if doc.model is not None:
             # open the model's top level so the first screen shows the structure
             for e in [r for r in roots if r.kind in ("model", "graph")]:
@@ -288,7 +288,7 @@ class OneModelApp(BackgroundWork, SearchActions, InsightActions, EditActions, Ap
     @on(Tree.NodeHighlighted, "#tree")
     def _tree_highlighted(self, event: Tree.NodeHighlighted) -> None:
         entry = event.node.data
-        if entry is not None:
+        if entry is not None and not self.edit_restoring:  # restoring: rows of the previous read (edit_mode)
             self.show_entry(entry)
 
     @on(Tree.NodeSelected, "#tree")
@@ -492,15 +492,16 @@ class OneModelApp(BackgroundWork, SearchActions, InsightActions, EditActions, Ap
 
         self.push_screen(LayoutScreen(self.bytemap, self.document), done)
 
-    def load_document(self, doc: Document, unchecked: Any = None, *, select_first: bool = True) -> None:
+    def load_document(self, doc: Document, unchecked: Any = None, *, select_first: bool = True, later: Any = None) -> None:
         """Show another document (the old one closed); ``unchecked``: see ``open_for_viewer``; ``select_first``
-        False: the caller puts the cursor (and fills the detail pane)."""
+        False: the caller puts the cursor (and fills the detail pane); ``later`` not None: the tree keeps its
+        rows (another read of the same file: :meth:`.StructureTree.set_entries`)."""
         old = self.document
         self.document = doc
         self.unchecked_manifest = unchecked
         self.path = doc.path
         self.current = self.first_selection = None
-        self._setup(select_first)
+        self._setup(select_first, later)
         if old is not None and old is not doc:
             try:
                 old.close()

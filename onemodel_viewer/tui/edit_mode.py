@@ -26,7 +26,7 @@ from textual.worker import get_current_worker
 
 from ..format.errors import FormatError
 from ..process import freeze_gc, pause_gc
-from .entries import Entry, path_to
+from .entries import Entry, row_keys
 from .hex_view import HexView
 from .info_bar import InfoBar
 from .safe import safe_str
@@ -75,7 +75,9 @@ class EditActions:
     """The session's version the shown document was read from."""
     _edit_turns: "_Turns | None" = None
     _edit_back: tuple = ()
-    """What :meth:`_restore_selection` puts back: the document, the tree's cursor line then, where, hex focus and cursor."""
+    """What :meth:`_restore_selection` puts back: the document, the tree's cursor row then, where, hex focus and cursor."""
+    _edit_stale: tuple = ()
+    """Documents of earlier reads (closed) whose rows the tree still shows (freed once they are swapped)."""
 
     # ------------------------------------------------------------------ starting an edit
     def _session(self) -> EditSession | None:
@@ -269,7 +271,8 @@ class EditActions:
             pass
 
     def _show_edited(self, doc, generation: int, version: int) -> None:
-        """The UI thread: show the re-read document (None: nothing changed), keep the selection, mark problems."""
+        """The UI thread: show the re-read document (None: nothing changed), mark problems; the tree keeps
+        its rows (the problems and findings now; the other open rows once the graph's facts are known)."""
         if generation != self._edit_generation:  # a newer operation was submitted meanwhile
             if doc is not None:
                 doc.close()
@@ -289,45 +292,44 @@ class EditActions:
         change = verdict_change(_Problems(old), _Problems(doc))
         tree, hexv = self.query_one(StructureTree), self.query_one(HexView)
         pending = self._edit_back if self.edit_restoring else None
-        if pending is not None and tree.cursor_line == pending[1]:
+        if pending is not None and tree.cursor_node is pending[1]:
             where, in_hex, cursor = pending[2:]  # the previous re-read's selection, not put back yet
         else:
             where = self.current.where if self.current is not None else ""
             in_hex, cursor = hexv.has_focus, hexv.cursor
         self.edit_change = {k: v["problems"] for k, v in change.items()}
         self.background_gc_held = True  # the GC back on (frozen) when the job load_document starts ends
+        if old is not None:
+            self._edit_stale += (old,)  # its rows are shown (closed) until the selection is back
         # a selection to put back: neither the first problem highlighted nor the model described meanwhile
         # (the detail pane shows the selection as it was; the model's description took ~3 ms, the first
         # problem's detail and hex pane ~5 ms of the UI thread, and the tree jumped there and back)
-        self.load_document(doc, select_first=not where)
-        if where:
-            tree.unselect()  # no row highlighted meanwhile (Textual's clear keeps the old line number)
+        self.edit_restoring = True  # (the tree's highlights are not shown: rows of the previous read)
+        self.load_document(doc, select_first=not where, later=_needs_facts)
         if doc.model is None:  # no job started
             self.background_gc_held = False
             freeze_gc()
         self.hold_background(FRAME_HOLD)
         self._mark_problems()
-        # the selection back after the frame with the new verdict, once the main graph's facts are
-        # known: revealing a node builds its group's labels with the graph's types, and computing them
-        # on the UI thread (or waiting there for the background job's) held it ~100 ms on 10,000 nodes
-        self.edit_restoring = True
-        self._edit_back = back = (doc, tree.cursor_line, where, in_hex, cursor)
+        # the other rows after the frame with the new verdict, once the main graph's facts are known: a
+        # node's label shows the graph's types, and computing them on the UI thread (or waiting there
+        # for the background job's) held it ~100 ms on 10,000 nodes
+        self._edit_back = back = (doc, tree.cursor_node, where, in_hex, cursor)
         if doc.model is None:
             self.call_after_refresh(self._restore_selection, *back)
         else:
-            self.call_after_refresh(self._restore_after_facts, self.facts, tree, back)
+            self.call_after_refresh(self._restore_after_facts, self.facts, tree.roots, tree.loaded_rows(), back)
 
-    @work(thread=True, group="edit-restore", exit_on_error=False, description="edit: the selection's entries")
-    def _restore_after_facts(self, facts, tree: StructureTree, back: tuple) -> None:
+    @work(thread=True, group="edit-restore", exit_on_error=False, description="edit: the open rows' entries")
+    def _restore_after_facts(self, facts, roots: list[Entry], loaded: set, back: tuple) -> None:
         """Off the UI thread: wait for the re-read graph's facts (the background job computes them),
-        make the entries down to the selection (their labels), then restore on the UI thread."""
-        doc, where = back[0], back[2]
+        make the children of the entries whose rows are open (their labels), then swap on the UI thread."""
+        doc = back[0]
         if doc is not self.document:
             return
         try:
             facts.of(doc.model.graph)
-            if where:
-                _make_entries(tree, where)
+            _make_children(roots, loaded)
         except Exception:  # noqa: BLE001 - a reader bug in a lazily read node: the tree says it
             pass
         try:
@@ -335,17 +337,29 @@ class EditActions:
         except Exception:  # app shutting down
             pass
 
-    def _restore_selection(self, doc, placed: int, where: str, in_hex: bool, cursor: int) -> None:
-        """Put the selection back, unless another document is shown or the tree's cursor (on line
-        ``placed`` when the re-read was shown) was moved meanwhile."""
+    def _restore_selection(self, doc, placed, where: str, in_hex: bool, cursor: int) -> None:
+        """Every row on the re-read document, then the selection shown again, unless another document is
+        shown; a cursor moved meanwhile (from row ``placed``) stays where it is, its row shown."""
         if doc is not self.document:
             return  # a newer re-read restores
         self.edit_restoring = False
-        if self.query_one(StructureTree).cursor_line != placed:
-            return  # moved by the user since the re-read arrived: left where it is
+        tree = self.query_one(StructureTree)
         self.hold_background(FRAME_HOLD)
-        if where and self.reveal(where) is None:
-            self._place_cursor(self.query_one(StructureTree).roots)  # as a reload: the first problem
+        tree.swap_entries(tree.roots)
+        _free_later(list(self._edit_stale))
+        self._edit_stale = ()
+        node = tree.cursor_node
+        shown = node is not None and node.data is not None and tree.node_for(node.data) is node
+        if node is not placed:  # moved by the user since the re-read arrived
+            if shown:
+                self.show_entry(node.data)
+            return
+        if not where:
+            return
+        if shown and node.data.where == where:
+            self.show_entry(node.data)
+        elif self.reveal(where) is None:
+            self._place_cursor(tree.roots)  # as a reload: the first problem
         if in_hex:
             hexv = self.query_one(HexView)
             hexv.focus()
@@ -462,19 +476,28 @@ class EditActions:
         yield SystemCommand("Save edited file as", "Write the edited file to a new file (S)", self.action_save_as)
 
 
-def _make_entries(tree: StructureTree, where: str) -> None:
-    """Make (off the UI thread) the children of the tree's entries down to ``where``, so that revealing
-    it on the UI thread only adds tree items: a group's 1,000 node labels took ~20 ms there (10,000
-    nodes). Entries the tree has listed already are the tree's; the others keep what they made."""
-    def children(entry: Entry) -> list[Entry]:
-        node = tree.node_for(entry)
-        if node is not None and node.children:
-            return [c.data for c in node.children]
-        made = entry.children()
-        entry.children = lambda: made
-        return made
+def _needs_facts(entry: Entry) -> bool:
+    """A row left on the previous read until the re-read graph's facts are known: an open row but the
+    problems and findings (their rows need no facts)."""
+    return entry.key not in ("problems", "findings")
 
-    path_to(tree.roots, where, expand=children)
+
+def _make_children(roots: list[Entry], loaded: set, path: tuple = ()) -> None:
+    """Make (off the UI thread) the children of the entries whose rows are open (``loaded``: the tree's
+    :meth:`~.StructureTree.loaded_rows`), kept for the tree's swap: a group's 1,000 node labels took ~20 ms
+    on the UI thread (10,000 nodes)."""
+    for entry, key in zip(roots, row_keys(roots)):
+        if path + (key,) in loaded and entry.children is not None:
+            made = entry.children()
+            entry.children = lambda made=made: made
+            _make_children(made, loaded, path + (key,))
+
+
+def _free_later(docs: list) -> None:
+    """Free the (closed) documents no row shows any more in a thread: their records, ~5-8 ms of the UI
+    thread on 10,000 nodes, in the frame of the swapped rows."""
+    if docs:
+        threading.Thread(target=docs.clear, name="edit-free", daemon=True).start()
 
 
 class _Turns:

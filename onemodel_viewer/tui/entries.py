@@ -347,3 +347,21 @@ def path_to(roots: list[Entry], where: str, *, expand: Callable[[Entry], list[En
         if not best.expandable:
             return chain
         level = expand(best)
+
+
+def row_keys(entries: Sequence[Entry]) -> list[tuple]:
+    """What makes an entry the same row as one of another read of the file, for each of ``entries`` (one
+    list of children): its record's path (kind, ``where``, group range, top-level key), a problem or finding
+    by its kind, where and message, a row without a path by its text; the n-th of equal ones counted."""
+    seen: dict[tuple, int] = {}
+    out = []
+    for e in entries:
+        if e.kind in ("problem", "finding"):
+            rec = e.obj
+            key: tuple = (e.kind, str(getattr(rec, "kind", getattr(rec, "code", ""))), rec.where, rec.message)
+        else:
+            key = (e.kind, e.where, e.key, e.index_range, "" if e.where else e.label.plain)
+        n = seen.get(key, 0)
+        seen[key] = n + 1
+        out.append((key, n))
+    return out

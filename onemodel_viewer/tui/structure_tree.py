@@ -7,7 +7,8 @@ Labels are :class:`rich.text.Text` made by :mod:`.entries` (never markup).
 
 from __future__ import annotations
 
-from typing import ClassVar
+from contextlib import contextmanager
+from typing import Callable, ClassVar, Iterator
 
 from rich.style import Style
 from rich.text import Text
@@ -15,7 +16,7 @@ from textual.binding import Binding, BindingType
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
-from .entries import Entry, path_to
+from .entries import Entry, path_to, row_keys
 from .safe import fit_text
 
 
@@ -42,7 +43,9 @@ class StructureTree(Tree[Entry]):
     """
 
     _adding = False
-    """True while :meth:`populate` adds a node's children (the tree is invalidated once, after)."""
+    """True while rows are added or removed in a batch (the tree is invalidated once, after)."""
+    _asked = False
+    """An invalidation was asked for during the batch."""
     _room: int | None = None
     """The pane's label width while the line table is built (one look-up, not one a line)."""
 
@@ -69,8 +72,24 @@ class StructureTree(Tree[Entry]):
         """Textual's: the line table and the line cache dropped, a layout asked for; once per
         :meth:`populate`, not once a child (a group of 1,000 nodes: 1,000 layout requests, ~10 ms
         of the UI thread when an edit's re-read revealed the selection again)."""
-        if not self._adding:
+        if self._adding:
+            self._asked = True
+        else:
             super()._invalidate()
+
+    @contextmanager
+    def _batch(self) -> Iterator[None]:
+        """Rows added and removed in the block invalidate the tree once, at its end."""
+        if self._adding:
+            yield
+            return
+        self._adding, self._asked = True, False
+        try:
+            yield
+        finally:
+            self._adding = False
+            if self._asked:
+                self._invalidate()
 
     def _build(self) -> None:
         """Textual's line table, the pane's width looked up once (it asked :meth:`get_label_width` of
@@ -127,8 +146,12 @@ class StructureTree(Tree[Entry]):
         elif node.parent is not None and node.parent is not self.root:
             self.move_cursor(node.parent)
 
-    def set_entries(self, roots: list[Entry]) -> None:
-        """Replace the tree's contents with ``roots`` (collapsed)."""
+    def set_entries(self, roots: list[Entry], later: Callable[[Entry], bool] | None = None) -> None:
+        """Replace the tree's contents with ``roots`` (collapsed); ``later`` not None: keep the rows
+        (:meth:`swap_entries`, ``later`` its argument)."""
+        if later is not None:
+            self.swap_entries(roots, later)
+            return
         self.clear()
         self._loaded.clear()
         self._node_of.clear()
@@ -155,30 +178,101 @@ class StructureTree(Tree[Entry]):
             return self._children_of[key]
         kids = e.children() if e.children is not None else []
         self._children_of[key] = kids
-        self._adding = True
-        try:
+        with self._batch():
             for k in kids:
                 self._node_of[id(k)] = node.add(k.label, k, allow_expand=k.expandable)
-        finally:
-            self._adding = False
-        if kids:
-            self._invalidate()
         return kids
 
     def refresh_entry(self, entry: Entry) -> None:
-        """``entry``'s label or children changed: redraw its label, rebuild its children when next needed."""
+        """``entry``'s label or children changed: redraw its label; its rows when open (rows of the same
+        records keep their nodes: :meth:`swap_entries`), else its children rebuilt when next needed."""
         node = self._node_of.get(id(entry))
         if node is None:
             return
         node.set_label(entry.label)
         node.allow_expand = entry.expandable
         kids = self._children_of.pop(id(entry), None)
+        if kids is None:
+            return
+        if node.is_expanded:
+            new = self._children_of[id(entry)] = entry.children() if entry.children is not None else []
+            with self._batch():
+                self._swap_rows(node, new, lambda e: False)
+            return
+        for child in node.children:
+            self._forget(child)
+        node.remove_children()
+
+    def swap_entries(self, roots: list[Entry], later: Callable[[Entry], bool] = lambda e: False) -> None:
+        """Show ``roots`` (another read of the same file) in place of the entries shown, keeping the tree's
+        rows: a row of the same record (:func:`.entries.row_keys`) keeps its node, open or not, and takes
+        the new entry (its label redrawn only when it changed; its children, if made, swapped the same way);
+        rows only in ``roots`` are added, the others removed. ``later(new entry)`` true: a row whose
+        children are made is left as it is (old entry, label and rows) for a later call.
+
+        An edit changes a few rows: the line table, the line cache and the rows on screen stay (rebuilding
+        the tree and opening the selection's group of 1,000 rows again drew every row twice)."""
+        self._roots = roots
+        with self._batch():
+            self._swap_rows(self.root, roots, later)
+
+    def _swap_rows(self, parent: TreeNode[Entry], entries: list[Entry], later: Callable[[Entry], bool]) -> None:
+        nodes = list(parent.children)
+        old = dict(zip(row_keys([n.data for n in nodes]), nodes))
+        new_keys = row_keys(entries)
+        place = {id(n): i for i, n in enumerate(nodes)}
+        order = [place[id(old[k])] for k in new_keys if k in old]
+        if order != sorted(order):  # rows reordered: all anew
+            old = {}
+        kept = {id(old[k]) for k in new_keys if k in old}
+        for n in nodes:
+            if id(n) not in kept:
+                self._forget(n)
+                n.remove()
+        for i, (k, e) in enumerate(zip(new_keys, entries)):
+            node = old.get(k)
+            if node is None:
+                self._node_of[id(e)] = parent.add(e.label, e, before=i, allow_expand=e.expandable)
+            else:
+                self._swap_row(node, e, later)
+
+    def _swap_row(self, node: TreeNode[Entry], entry: Entry, later: Callable[[Entry], bool]) -> None:
+        was = node.data
+        kids = self._children_of.get(id(was))
+        if kids is not None and later(entry):
+            return
+        self._node_of.pop(id(was), None)
+        self._node_of[id(entry)] = node
+        node.data = entry
+        if node.label != entry.label:
+            node.set_label(entry.label)
+        if node.allow_expand != entry.expandable:
+            node.allow_expand = entry.expandable
         if kids is not None:
-            for k in kids:
-                self._node_of.pop(id(k), None)
-            node.remove_children()
-            if node.is_expanded:
-                self.populate(node)
+            del self._children_of[id(was)]
+            new = self._children_of[id(entry)] = entry.children() if entry.children is not None else []
+            self._swap_rows(node, new, later)
+
+    def _forget(self, node: TreeNode[Entry]) -> None:
+        """``node`` and the rows below it are to go: their entries no longer map to them."""
+        for child in node.children:
+            self._forget(child)
+        if node.data is not None:
+            self._node_of.pop(id(node.data), None)
+            self._children_of.pop(id(node.data), None)
+
+    def loaded_rows(self) -> set[tuple]:
+        """The rows whose children are made, each as the :func:`.entries.row_keys` of the rows down to it."""
+        out: set[tuple] = set()
+
+        def walk(node: TreeNode[Entry], path: tuple) -> None:
+            for child, key in zip(node.children, row_keys([c.data for c in node.children])):
+                if id(child.data) in self._children_of:
+                    out.add(path + (key,))
+                    walk(child, path + (key,))
+
+        walk(self.root, ())
+        return out
 
     def _on_tree_node_expanded(self, event: Tree.NodeExpanded[Entry]) -> None:
         if event.node.tree is self:
