@@ -41,6 +41,10 @@ def _sparse(s: SparseTensor) -> SparseTensor:
     return s if idx is s.indices else replace(s, indices=idx)
 
 
+_HOLDERS = frozenset({AttrType.SPARSE_TENSOR, AttrType.SPARSE_TENSORS, AttrType.GRAPH, AttrType.GRAPHS})
+"""Attribute types whose value may hold a sparse tensor (itself, or in a subgraph)."""
+
+
 class _Widener:
     def __init__(self) -> None:
         self.count = 0
@@ -69,6 +73,8 @@ class _Widener:
         return a if nv is v else replace(a, value=nv)
 
     def node(self, n: Node) -> Node:
+        if not any([a.type in _HOLDERS for a in n.attributes]):  # most nodes (1G model: 11 -> 5 ms CPU)
+            return n
         attrs = tuple(self.attribute(a) for a in n.attributes)
         return n if all(x is y for x, y in zip(attrs, n.attributes)) else replace(n, attributes=attrs)
 
