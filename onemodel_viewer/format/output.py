@@ -7,13 +7,14 @@ Shared by the OneModel writer (:mod:`.writer`), the ONNX exporter and its weight
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 from typing import Iterable
 
 from .errors import FormatError, Kind
 from .storage import FileStorage
 
-__all__ = ["SourceFds", "atomic_output", "refuse_sources", "write_all"]
+__all__ = ["SourceFds", "atomic_output", "refuse_sources", "reserve", "start_writeback", "write_all"]
 
 
 def refuse_sources(dst: str, sources: Iterable[str]) -> None:
@@ -105,6 +106,59 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+# Linux only, through ctypes (the os module has neither call); elsewhere, or when the filesystem
+# refuses, both do nothing: they change when the bytes reach the disk, never which bytes
+_FALLOC_FL_KEEP_SIZE = 0x01
+_SYNC_FILE_RANGE_WRITE = 0x02
+_LIBC: list = []
+
+
+def _libc():
+    """libc with ``fallocate`` and ``sync_file_range`` declared (64-bit offsets), or None."""
+    if not _LIBC:
+        lib = None
+        if sys.platform.startswith("linux"):
+            try:
+                import ctypes
+
+                if ctypes.sizeof(ctypes.c_long) == 8:  # off_t is 64 bits: the plain names take 64-bit offsets
+                    lib = ctypes.CDLL(None, use_errno=True)
+                    for name in ("fallocate", "sync_file_range"):
+                        fn = getattr(lib, name)
+                        fn.restype = ctypes.c_int
+                    lib.fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64]
+                    lib.sync_file_range.argtypes = [ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_uint]
+            except (ImportError, OSError, AttributeError):
+                lib = None
+        _LIBC.append(lib)
+    return _LIBC[0]
+
+
+def reserve(fd: int, length: int) -> None:
+    """Allocate the disk blocks of the file's first ``length`` bytes now, its size unchanged
+    (``fallocate`` with ``FALLOC_FL_KEEP_SIZE``; best effort). With :func:`start_writeback`, the
+    filesystem then writes a large file's chunks into one extent instead of allocating at each
+    chunk's writeback (1 GiB copy + fsync: 0.68-0.71 -> 0.51-0.53 s, alternating)."""
+    lib = _libc()
+    if lib is not None and length > 0:
+        lib.fallocate(fd, _FALLOC_FL_KEEP_SIZE, 0, length)  # -1 (EOPNOTSUPP, ENOSPC...): the writes say
+
+
+_WRITEBACK_STEP = 1 << 20
+
+
+def start_writeback(fd: int, start: int, end: int) -> None:
+    """Start writing to disk, without waiting, the whole MiBs of the file that the bytes just written
+    at ``start..end`` completed (the bytes after the last MiB boundary may still change: a small
+    tensor follows); ``sync_file_range`` ``SYNC_FILE_RANGE_WRITE``, best effort. The ``fsync``
+    before the rename then has little left to wait for: the disk writes while the next chunk is
+    copied (1 GiB: copy 0.48 s + fsync 0.36-0.40 s -> 0.63-0.66 s in all, alternating)."""
+    first, last = start - start % _WRITEBACK_STEP, end - end % _WRITEBACK_STEP
+    lib = _libc() if last > first else None
+    if lib is not None:
+        lib.sync_file_range(fd, first, last - first, _SYNC_FILE_RANGE_WRITE)
 
 
 def write_all(f, data) -> None:

@@ -31,7 +31,7 @@ from .document import HEADER_SIZE
 from .dtypes import DTYPES, STRING, AttrType
 from .errors import FormatError, Kind
 from .header import ALIGN, MAGIC, MAX_COUNT, MAX_TENSOR_BYTES, STRUCT as _HEADER, VERSION, align_up as _align
-from .output import SourceFds, atomic_output, refuse_sources, write_all
+from .output import SourceFds, atomic_output, refuse_sources, reserve, start_writeback, write_all
 from .schema import (
     Attribute,
     Function,
@@ -473,6 +473,7 @@ def copy_storage_range(out, storage: Storage, offset: int, length: int, fds: "So
                 os.lseek(dst, pos + done, os.SEEK_SET)
                 write_all(out, chunk)
                 got = len(chunk)
+            start_writeback(dst, pos + done, pos + done + got)
             done += got
         out.seek(0, os.SEEK_END)
         if storage.changed():
@@ -501,6 +502,7 @@ def write(model: Model, path: str | os.PathLike, *, sources: Iterable[str] = ())
     fds = SourceFds()
     try:
         with atomic_output(dst) as f:
+            reserve(f.fileno(), data_offset + dlen)
             write_all(f, header_bytes(len(manifest), dlen))
             write_all(f, manifest)
             write_all(f, bytes(data_offset - HEADER_SIZE - len(manifest)))
