@@ -9,6 +9,7 @@ input has the focus.
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from pathlib import Path
 
@@ -26,14 +27,15 @@ SHOWCASE = Path(__file__).resolve().parent.parent / "testdata" / "valid" / "show
 NAMES = {"/": "slash", ".": "full_stop", "-": "minus", "_": "underscore", " ": "space"}
 
 
+def key_event(k: str) -> events.Key:
+    """A one-character string is typed, a longer one is a key name (``ctrl+u``, ``backspace``, ``enter``)."""
+    return events.Key(NAMES.get(k, k), k) if len(k) == 1 else events.Key(k, None)
+
+
 def post_keys(app, *keys: str) -> None:
-    """Post the keys into the app's queue as a terminal sends them: a one-character string is typed,
-    a longer one is a key name (``ctrl+u``, ``backspace``, ``enter``)."""
+    """Post the keys into the app's queue as a terminal sends them (see :func:`key_event`)."""
     for k in keys:
-        if len(k) == 1:
-            app.post_message(events.Key(NAMES.get(k, k), k))
-        else:
-            app.post_message(events.Key(k, None))
+        app.post_message(key_event(k))
 
 
 async def until(pilot, ok, what: str) -> None:
@@ -84,6 +86,35 @@ async def test_keys_sent_while_the_export_prompt_opens_reach_it(viewer, tmp_path
         post_keys(app, "ctrl+u", *str(out), "enter")
         await prompt_closed(viewer, pilot)
         assert out.exists()
+        np.testing.assert_array_equal(np.load(out), cube(app).values())
+
+
+async def test_keys_sent_on_both_sides_of_the_input_taking_the_focus_keep_their_order(viewer, tmp_path):
+    """Half the path sent to the export prompt screen before its input had the focus (held), the rest
+    and enter sent to the input once focused, before it handled its focus event: the held half is
+    typed first (the input types held keys as it takes the focus; keys sent to it wait behind that
+    event). The keys are posted where the app forwards them: to the screen while nothing has the
+    focus, then to the focused input."""
+    from onemodel_viewer.tui.prompt import PromptInput
+
+    async with open_tensors(viewer, tmp_path) as pilot:
+        app = pilot.app
+        await viewer.select(pilot, cube(app).where)
+        out = str(tmp_path / "both-sides.npy")
+        app.action_export_npy()
+        prompt = app.screen
+        assert isinstance(prompt, Prompt)
+        while not prompt.query(PromptInput):
+            await asyncio.sleep(0)
+        field = prompt.query_one(PromptInput)
+        assert not prompt.ready  # the input has not handled a focus event yet
+        for k in ("ctrl+u", *out[:10]):
+            prompt.post_message(key_event(k))
+        prompt.set_focus(field)
+        for k in (*out[10:], "enter"):
+            field.post_message(key_event(k))
+        await prompt_closed(viewer, pilot)
+        assert Path(out).exists()
         np.testing.assert_array_equal(np.load(out), cube(app).values())
 
 

@@ -14,11 +14,12 @@ the prompt in the order typed. Textual gets in their way three times:
   with nothing).
 
 So the prompt's input acts on its own keys and on its bindings' (``ctrl+u``, ``backspace``,
-``enter``, ``escape``...) in its own queue, one key after the other. Until the input has the focus
-and has typed them, the keys the app sends to the prompt or to its input are held as they are sent
-(``post_message``: in the order they came, after the app's priority bindings had their turn), and
-:func:`take_stray_key` (the app's ``on_key``) holds those coming up from the screen below, to be
-typed first. Left out: a key of the screen below that comes up only after the input has typed the
+``enter``, ``escape``...) in its own queue, one key after the other. Until the input has the focus,
+the keys the app sends to the prompt screen are held as they are sent (``Prompt.post_message``: in
+the order they came, after the app's priority bindings had their turn), and :func:`take_stray_key`
+(the app's ``on_key``) holds those coming up from the screen below, to be typed first. The input
+types the held keys as it takes its focus event; keys sent to it once it has the focus queue behind
+that event. Left out: a key of the screen below that comes up only after the input has typed the
 held keys is typed then, after keys sent later.
 """
 
@@ -43,12 +44,6 @@ class PromptInput(Input):
     def __init__(self, prompt: "Prompt", **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.prompt = prompt
-
-    def post_message(self, message: Message) -> bool:
-        if isinstance(message, events.Key) and not self.prompt.ready:  # focused, the keys held not yet typed
-            self.prompt.hold(message)
-            return True
-        return super().post_message(message)
 
     async def on_key(self, event: events.Key) -> None:
         if await self.type_key(event.key, event.character):
