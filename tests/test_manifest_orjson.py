@@ -451,6 +451,33 @@ def test_duplicates_a_piece_at_a_time_prove_without_the_walk_and_stop_when_asked
     assert M.with_duplicates(text, parsed, step=lambda: True) is None
 
 
+def test_duplicates_a_piece_at_a_time_stop_when_asked_while_counting_the_colons(monkeypatch):
+    """The colon count after the piecewise encoding ignored what ``step()`` answered: asked to stop
+    there (the viewer's background job cancelled), it still counted the whole manifest, a MiB per
+    step, and returned the duplicates instead of None."""
+    text = b'{"graph":{"nodes":[' + b",".join([b'{"op":"Relu","in":["x:y"]}'] * 200_000) + b"]}}"
+    assert len(text) > 4 * M._CHUNK
+    parsed = M.parse(text, duplicates=False)
+    encoded = M._written_colons
+    counting: list = []
+
+    def written_then_count(value, step):
+        total = encoded(value, step)
+        counting.append(True)
+        return total
+
+    monkeypatch.setattr(M, "_written_colons", written_then_count)
+    asked: list = []
+
+    def step() -> bool:
+        if counting:
+            asked.append(1)
+        return bool(counting)
+
+    assert M.with_duplicates(text, parsed, step=step) is None
+    assert len(asked) == 1
+
+
 def test_duplicate_finding_of_a_key_repeated_100000_times(tmp_path):
     text = json.dumps(model())[:-1].encode() + b',"x":{' + b",".join([b'"k":0'] * 100_000) + b"}}"
     doc = open_path(write(tmp_path, pack(text)), mode="diagnose")

@@ -223,9 +223,10 @@ def with_duplicates(data, parsed: Parsed, step=None) -> Parsed | None:
         dups, compact = _duplicates(data, parsed.value)
         return Parsed(parsed.value, dups, True, compact)
     written = _written_colons(parsed.value, step)
-    if written is None:
+    spelt = None if written is None else _spelt_colons(data, step)
+    if spelt is None:
         return None
-    dups = [] if written == _spelt_colons(data, step) else _duplicate_objects(data, parsed.value)
+    dups = [] if written == spelt else _duplicate_objects(data, parsed.value)
     return Parsed(parsed.value, dups, True, False)
 
 
@@ -462,11 +463,19 @@ def _duplicates(data, value: dict) -> tuple[list, bool]:
     return _duplicate_objects(data, value), False
 
 
-def _spelt_colons(data, step=None) -> int:
-    """The ``:`` of manifest bytes ``data``, a ``\\u003a`` escape counted as one (see :func:`_duplicates`)."""
+def _spelt_colons(data, step=None) -> int | None:
+    """The ``:`` of manifest bytes ``data``, a ``\\u003a`` escape counted as one (see :func:`_duplicates`);
+    None when ``step()`` said stop."""
     spelt = _count(data, b":", step)
-    if _count(data, b"\\", step):
-        spelt += _count(data, b"\\u003a", step) + _count(data, b"\\u003A", step)
+    escapes = None if spelt is None else _count(data, b"\\", step)
+    if escapes is None:
+        return None
+    if escapes:
+        for escaped in (b"\\u003a", b"\\u003A"):
+            more = _count(data, escaped, step)
+            if more is None:
+                return None
+            spelt += more
     return spelt
 
 
@@ -512,9 +521,9 @@ def _duplicate_objects(data, value: dict) -> list:
     return out
 
 
-def _count(data, needle: bytes, step=None) -> int:
+def _count(data, needle: bytes, step=None) -> int | None:
     """``data.count(needle)`` for bytes or a memoryview (which has no ``count``), 1 MiB at a time;
-    with ``step`` (asked between chunks: a background job's), bytes too."""
+    with ``step`` (asked between chunks: a background job's), bytes too; None when ``step()`` said stop."""
     if isinstance(data, bytes) and step is None:
         return data.count(needle)
     n, k, total = len(data), len(needle) - 1, 0
@@ -522,8 +531,8 @@ def _count(data, needle: bytes, step=None) -> int:
         for pos in range(0, n, _CHUNK):
             with mv[pos : min(n, pos + _CHUNK + k)] as chunk:
                 total += bytes(chunk).count(needle)
-            if step is not None:
-                step()
+            if step is not None and step():
+                return None
     return total  # a needle that starts in one chunk and ends in the next is counted once: in its first
 
 
