@@ -119,3 +119,34 @@ def test_nothing_waits_for_an_unparsable_manifest(tmp_path):
         assert finish is None and parsed is None and doc.problems
     finally:
         doc.close()
+
+
+def test_the_node_check_asks_its_step_between_runs_of_nodes(tmp_path, monkeypatch):
+    """A background job's step is asked inside a list's check too (10^6 nodes: ~0.9 s), and stops it."""
+    from onemodel_viewer.format import builder
+
+    monkeypatch.setattr(reader, "BULK_NODES", 32)
+    monkeypatch.setattr(builder, "STEP_NODES", 8)
+    m = _chain_model()
+    m["graph"]["nodes"][33]["inputs"] = ["nowhere"]  # a reading rule's problem: every node stored as writers do
+    path = write(tmp_path, pack(m, b"\0" * 8))
+    doc, _, finish = reader.open_deferred(path)
+    asked = []
+
+    def step():
+        asked.append(1)
+        return len(asked) == 3  # the list's check starts at the second question
+
+    try:
+        assert finish(step) is False and len(asked) == 3
+        assert doc.problems == []
+    finally:
+        doc.close()
+    doc, _, finish = reader.open_deferred(path)
+    try:
+        asked.clear()
+        assert finish(lambda: asked.append(1)) is True
+        assert len(asked) == 1 + 4 + 1  # before the list, between its 5 runs, before the rules
+        assert [p.where for p in doc.problems] == ["manifest.graph.nodes[33].inputs[0]"]
+    finally:
+        doc.close()

@@ -45,6 +45,8 @@ Decisions the spec leaves open (see also CLARIFICATIONS.md, ``header.py`` and ``
 
 ``open_with_manifest(path, mode)`` is ``open_path`` plus the parsed manifest JSON (``--check``
 proves the manifest canonical from it: ``analysis.layout.noncanonical(doc, parsed)``).
+``open_deferred(path)`` is the viewer's first-screen open: the checks of bulk node lists and the
+reading rules wait for the ``finish`` it returns (the viewer's background job runs it first).
 
 Records: graphs of ``BULK_NODES`` nodes or more get a :class:`~.schema.NodeList`. Every node is
 checked at open, but the records of nodes whose attributes hold only numbers (INT, INTS, FLOAT,
