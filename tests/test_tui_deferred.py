@@ -84,6 +84,8 @@ async def test_problems_of_the_deferred_checks_reach_the_info_bar_the_group_and_
             assert "checking…" in bar and "valid" not in bar  # no verdict before the checks
             assert "1 tensor " in bar + " "  # node 22's tensor not known yet
             assert "(0)" in group(app, "problems") and app.current.kind == "model"
+            [w] = app.document.model.graph.initializers
+            assert not app.owner_at(w.file_offset).startswith("tensor")  # the first screen's map has no tensors
             go.set()
             await until(pilot, lambda: not app.checks_pending)
             await wait_for_workers(app)
@@ -93,6 +95,9 @@ async def test_problems_of_the_deferred_checks_reach_the_info_bar_the_group_and_
             bar = info(app)
             assert "1 problem" in bar and "checking" not in bar and "2 tensors" in bar
             assert "(1)" in group(app, "problems")
+            c = app.document.model.graph.nodes[22].attributes[0].value
+            # w and node 22's c (known once the job checked the node) share their 8 bytes
+            assert c.file_offset == w.file_offset and app.owner_at(w.file_offset) == "tensor c +0 (+1 sharing)"
             # the cursor had not moved: it goes to the problem, as for a broken model checked at open
             assert app.current.kind == "problem" and app.current.obj is p
     finally:

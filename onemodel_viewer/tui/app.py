@@ -195,7 +195,8 @@ class OneModelApp(BackgroundWork, SearchActions, InsightActions, EditActions, Ap
             hexv.set_document_file(None, None)
             return
         self.facts = Facts()
-        self.bytemap = ByteMap(doc)
+        self.expect_background(doc)
+        self.bytemap = ByteMap(doc, tensors=not self.checks_pending)  # the tensors' part: with the checks
         self.maps = FileMaps(doc, self.bytemap)
         self.factory = EntryFactory(doc, self.facts)
         self.describer = Describer(doc, self.facts, sharing=self.bytemap.sharing, maps=self.maps)
@@ -204,7 +205,6 @@ class OneModelApp(BackgroundWork, SearchActions, InsightActions, EditActions, Ap
         self.insight = Insight(self, doc, self.facts, held=True)  # run by the background job
         self.describer.extra, self.describer.infer = self.insight.lines, self.insight.infer_type
         self._reset_search()
-        self.expect_background(doc)
         self.query_one("#infobar", InfoBar).show(self._info_parts())
         roots = self.factory.root()
         tree.set_entries(roots, later)

@@ -189,23 +189,23 @@ class BackgroundWork:
             done = False
         if cancel.is_set():
             return
-        # what the checked nodes add: their subgraphs' nodes, the tensors of their attributes (which own bytes)
+        # what the checked nodes add: their subgraphs' nodes, the tensors of their attributes; and the
+        # tensors' byte ranges, left out of the first screen's map
         counts = (count_tensors(doc), count_nodes(doc))
-        shown = self._counts
-        tensor_map = ByteMap(doc) if shown is None or shown[1] != counts[0] else None
+        tensor_map = ByteMap(doc)
         try:
             self.call_from_thread(self._checks_done, doc, done, counts, tensor_map)
         except Exception:  # app shutting down
             pass
 
-    def _checks_done(self, doc: Document, done: bool, counts: tuple[int, int], tensor_map: ByteMap | None) -> None:
+    def _checks_done(self, doc: Document, done: bool, counts: tuple[int, int], tensor_map: ByteMap) -> None:
         """On the UI thread: the verdict, counts, groups and tensor colours once the node checks have run."""
         if doc is not self.document:
             return
         self.checks_pending, self.checks_failed = False, not done
         self._counts = (doc, *counts)
         hexv = self.query_one(HexView)
-        if tensor_map is not None and self.bytemap is not None:
+        if self.bytemap is not None:
             self.bytemap.spans = tensor_map.spans  # the same map object the panes hold, with every tensor
             if hexv.bytemap is self.bytemap:
                 hexv.set_source(hexv.storage, hexv.bytemap)  # drawn again in the new colours
