@@ -464,18 +464,16 @@ def _duplicates(data, value: dict) -> tuple[list, bool]:
 
 
 def _spelt_colons(data, step=None) -> int | None:
-    """The ``:`` of manifest bytes ``data``, a ``\\u003a`` escape counted as one (see :func:`_duplicates`);
-    None when ``step()`` said stop."""
+    """The ``:`` of manifest bytes ``data``, a ``\\u003a`` escape counted as one; None when ``step()`` said stop."""
     spelt = _count(data, b":", step)
     escapes = None if spelt is None else _count(data, b"\\", step)
-    if escapes is None:
-        return None
-    if escapes:
-        for escaped in (b"\\u003a", b"\\u003A"):
-            more = _count(data, escaped, step)
-            if more is None:
-                return None
-            spelt += more
+    if not escapes:
+        return None if escapes is None else spelt
+    for escaped in (b"\\u003a", b"\\u003A"):
+        more = _count(data, escaped, step)
+        if more is None:
+            return None
+        spelt += more
     return spelt
 
 
