@@ -58,6 +58,22 @@ def test_convert_external_data(tmp_path):
     assert (tmp_path / "e.onemodel").read_bytes() == open(os.path.join(VALID, "external.onemodel"), "rb").read()
 
 
+def test_converting_an_onnx_file_loads_no_manifest_parser(tmp_path):
+    """A process that converts an ONNX file reads no OneModel manifest: the manifest parser, the builder
+    (and orjson) stay unloaded; the output is the same file as before."""
+    for name in ("external.onnx", "external.onnx.data"):
+        shutil.copy(os.path.join(VALID, name), tmp_path / name)
+    code = (
+        "import sys; from onemodel_viewer.cli import main; rc = main(['--convert', sys.argv[1], sys.argv[2]]);"
+        "print('LOADED', [m for m in ('onemodel_viewer.format.manifest', 'onemodel_viewer.format.builder', 'orjson')"
+        " if m in sys.modules], rc)"
+    )
+    r = subprocess.run([sys.executable, "-c", code, str(tmp_path / "external.onnx"), str(tmp_path / "e.onemodel")],
+                       capture_output=True, text=True)
+    assert "LOADED [] 0" in r.stdout, r.stdout + r.stderr
+    assert (tmp_path / "e.onemodel").read_bytes() == open(os.path.join(VALID, "external.onemodel"), "rb").read()
+
+
 def test_warnings_do_not_fail(tmp_path, capsys):
     assert main(["--convert", os.path.join(VALID, "types.onnx"), str(tmp_path / "t.onemodel")]) == 0
     err = capsys.readouterr().err

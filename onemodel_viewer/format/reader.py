@@ -68,19 +68,24 @@ import os
 import stat
 import sys
 import threading
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from ..process import paused_gc
 from . import header as _header
-from . import manifest as _manifest
 from . import ort as _ort
-from .builder import Builder
 from .document import HEADER_SIZE, Document
 from .errors import Finding, FormatError, Kind
 from .manifest_path import join
 from .reporter import LOCATE, LOCATE_CAP, Reporter
 from .rules import resolve
 from .storage import FileStorage
+
+if TYPE_CHECKING:  # pragma: no cover
+    from . import manifest as _manifest
+    from .builder import Builder
+
+# The manifest parser and the builder are imported where a OneModel manifest is read: a process that
+# opens only ONNX files (--convert of one, its --check) does not load them (~8 ms CPU at start)
 
 __all__ = ["BULK_NODES", "LOCATE_CAP", "Reporter", "duplicate_key_findings", "open_deferred", "open_path", "open_storage",
            "open_with_manifest", "resolve", "sniff_onemodel"]
@@ -97,6 +102,8 @@ def duplicate_key_findings(manifest: bytes, base: int = 64, parsed: _manifest.Pa
     now if they were not (:func:`.manifest.with_duplicates`, with ``step``: a piece at a time; None
     when ``step()`` said stop).
     """
+    from . import manifest as _manifest
+
     report = Reporter(False, LOCATE_CAP)
     report.manifest = manifest
     report.base = base
@@ -311,6 +318,9 @@ def _parse_and_build(data, h, verdict, report: Reporter, storage, keep: list | N
     # Duplicate keys are findings; detecting them costs, so strict opens leave them to
     # analysis.layout.all_findings (diagnose mode, used by --check, finds them; the viewer's
     # background job, after the first screen: 10^6 nodes, 0.24 s)
+    from . import manifest as _manifest
+    from .builder import Builder
+
     parsed = _manifest.parse(data, 64, duplicates=False) if report.strict else _parse_diagnose(data, report, duplicates)
     if parsed is None:
         return None
@@ -358,6 +368,8 @@ def _finish(model, builder: Builder, report: Reporter, storage, span: tuple[int,
 
 
 def _parse_diagnose(data: bytes, report: Reporter, duplicates: bool = True):
+    from . import manifest as _manifest
+
     try:
         return _manifest.parse(data, 64, duplicates)
     except FormatError as e:
