@@ -187,11 +187,13 @@ class BackgroundWork:
             done = finish(cancel.is_set)
         except Exception:  # a changed file or a core bug: the app stays up, the verdict unknown
             done = False
-        if cancel.is_set():
+        if cancel.is_set():  # (each is_set a step: it waits while a key is answered)
             return
         # what the checked nodes add: their subgraphs' nodes, the tensors of their attributes; and the
-        # tensors' byte ranges, left out of the first screen's map
+        # tensors' byte ranges, left out of the first screen's map (10^5 tensors: ~60 ms in one piece)
         counts = (count_tensors(doc), count_nodes(doc))
+        if cancel.is_set():
+            return
         tensor_map = ByteMap(doc)
         try:
             self.call_from_thread(self._checks_done, doc, done, counts, tensor_map)
