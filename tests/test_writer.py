@@ -443,3 +443,13 @@ def test_float_attributes_must_be_bit_patterns(attr):
     with pytest.raises(FormatError) as e:
         writer.encode_manifest(Model(8, Graph(nodes=(node,))))
     assert (e.value.kind, e.value.where) == (Kind.INVALID_MODEL, "manifest.graph.nodes[0].attributes[0].value")
+
+
+def test_a_model_whose_records_form_a_cycle_is_refused_as_too_deep():
+    """The manifest tree is made fresh from the records: a cycle among them (only object.__setattr__ makes
+    one) recurses there, before the encoder (which runs without its own cycle check) sees anything."""
+    g = Graph("g")
+    object.__setattr__(g, "nodes", (Node("If", "loop", attributes=(Attribute("then_branch", AttrType.GRAPH, g),)),))
+    with pytest.raises(FormatError) as e:
+        writer.encode_manifest(Model(9, g, opsets=(OperatorSet("", 21),)))
+    assert (e.value.kind, e.value.where) == (Kind.UNSUPPORTED, "manifest")

@@ -383,7 +383,10 @@ def encode_manifest(model: Model) -> bytes:
     """
     try:
         with paused_gc():  # building ~10^5 small dicts: the cyclic GC would triple the time
-            text = json.dumps(manifest_dict(model), separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+            # check_circular=False: manifest_dict makes a fresh tree (a cyclic model recurses in it first);
+            # the encoder then keeps no id of each of its ~10^5 containers (1G: 30.4 -> 27.7 ms CPU)
+            text = json.dumps(manifest_dict(model), separators=(",", ":"), ensure_ascii=False, allow_nan=False,
+                              check_circular=False)
         return text.encode("utf-8")
     except UnicodeEncodeError as e:
         raise FormatError(Kind.INVALID_MODEL, "manifest", None, "a name or text is not valid Unicode (lone surrogate)") from e
