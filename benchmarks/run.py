@@ -453,8 +453,9 @@ class Suite:
             many: list[float] = []
             many_cpu: list[float] = []
             loop: list[float] = []
+            one: list[float] = []
             compute_stats_many(ts)
-            for _ in range(rep):  # alternating: the batch, then one call per tensor
+            for _ in range(rep):  # alternating: the batch, one call per tensor, the batch on one thread
                 t0, c0 = time.perf_counter(), time.process_time()
                 compute_stats_many(ts)
                 many.append(time.perf_counter() - t0)
@@ -463,7 +464,11 @@ class Suite:
                 for t in ts:
                     compute_stats(t)
                 loop.append(time.perf_counter() - t0)
+                t0 = time.perf_counter()
+                compute_stats_many(ts, threads=1)
+                one.append(time.perf_counter() - t0)
             sec, sec1, cpu = statistics.median(many), statistics.median(loop), statistics.median(many_cpu)
+            sec_one = statistics.median(one)
             gbs = total / sec / 1e9
             note = f"all {len(ts)} float16 tensors of the model ({total / MIB:.0f} MiB)"
             if code == DataType.BFLOAT16:
@@ -472,7 +477,9 @@ class Suite:
                          gbs >= 2.0, note=note + f", compute_stats_many; {fmt_s(sec)}, CPU time (all threads) "
                                                  f"{fmt_s(cpu)} = {total / cpu / 1e9:.2f} GB/s per CPU second; one "
                                                  f"compute_stats call per tensor: {total / sec1 / 1e9:.2f} GB/s "
-                                                 f"({fmt_s(sec1)}); load {os.getloadavg()[0]:.2f}"))
+                                                 f"({fmt_s(sec1)}); compute_stats_many on one thread: "
+                                                 f"{total / sec_one / 1e9:.2f} GB/s ({fmt_s(sec_one)}); "
+                                                 f"load {os.getloadavg()[0]:.2f}"))
         f32s = [t for t in tensors if t.dtype == DataType.FLOAT and t.length > 0]
         total32 = sum(t.length for t in f32s)
         sec = median_call(lambda: compute_stats_many(f32s), rep)
