@@ -75,9 +75,14 @@ def float_bits(values, proto, field: int) -> tuple[int, ...]:
 def fields(buf, start: int, end: int):
     """(field number, wire type, field start, value start, value end) of each field in ``buf[start:end]``."""
     pos = start
+    n = len(buf)
     while pos < end:
         fs = pos
-        key, pos = varint(buf, pos)
+        key = buf[pos]  # a one-byte varint inline (most keys and lengths): 1G strip 16.4 -> 11.4 ms CPU
+        if key < 0x80:
+            pos += 1
+        else:
+            key, pos = varint(buf, pos)
         num, wt = key >> 3, key & 7
         if wt == 0:
             _, ve = varint(buf, pos)
@@ -87,7 +92,10 @@ def fields(buf, start: int, end: int):
         elif wt == 5:
             vs, ve = pos, pos + 4
         elif wt == 2:
-            ln, vs = varint(buf, pos)
+            if pos < n and buf[pos] < 0x80:
+                ln, vs = buf[pos], pos + 1
+            else:
+                ln, vs = varint(buf, pos)
             ve = vs + ln
         else:
             raise ValueError(f"wire type {wt}")
