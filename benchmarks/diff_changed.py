@@ -6,12 +6,17 @@ command on a byte-for-byte copy, the runs alternating (a burst of load slows bot
 Targets: at most 2.5x the equal diff, peak RSS under 512 MiB, at least 1 GB/s of tensor bytes
 (per side, over the whole process). :func:`rows` is the ``diff_changed`` figure of
 ``python -m benchmarks`` (one set of rows per ``--size``).
+
+``--kernel`` prints instead the CPU time per element of the element pass alone (:func:`kernel`): in
+memory, one thread, no page faults, so a loaded machine moves it little; the whole-process rows
+add file pages, the structure diff and the output to it.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 
 from . import make_changed, make_models
@@ -54,13 +59,49 @@ def rows(suite: "bench.Suite") -> list["bench.Row"]:
     return out_rows
 
 
+def kernel(elements: int = 1 << 22, repeat: int = 5) -> list[str]:
+    """CPU nanoseconds per element (and bytes per CPU second) of ``compare_tensors`` on one changed tensor pair
+    per dtype of the benchmark model (values times 1 + 0.01 N(0,1), as :mod:`benchmarks.make_changed` makes
+    them), held in memory, on one thread: the best of ``repeat`` runs."""
+    import time
+
+    import ml_dtypes
+    import numpy as np
+
+    from onemodel_viewer.analysis.diff_tensors import compare_tensors
+    from onemodel_viewer.format.dtypes import DTYPES, encode
+    from onemodel_viewer.format.schema import Tensor
+    from onemodel_viewer.format.storage import BytesStorage
+
+    rng = np.random.default_rng(17)
+    x = rng.standard_normal(elements) * 0.02
+    y = x * (1 + 0.01 * rng.standard_normal(elements))
+    lines = []
+    for code, dt in ((10, np.float16), (16, ml_dtypes.bfloat16), (1, np.float32)):
+        info = DTYPES[code]
+        pair = [Tensor("w", code, (elements,), length=elements * info.bits // 8, file_offset=0,
+                       storage=BytesStorage(encode(v.astype(dt), info))) for v in (x, y)]
+        best = math.inf
+        for _ in range(repeat):
+            c0 = time.process_time()
+            compare_tensors([(pair[0], pair[1])], threads=1)
+            best = min(best, time.process_time() - c0)
+        lines.append(f"{info.name:9s} {best / elements * 1e9:5.3g} ns CPU per element, "
+                     f"{elements * info.bits / 8 / best / 1e9:5.3g} GB/s of tensor bytes per side per CPU second")
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.diff_changed", description=__doc__.split("\n\n")[0])
     ap.add_argument("--size", default="64M")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--min-process-runs", type=int, default=3)
     ap.add_argument("--out", default="/tmp/omv-bench")
+    ap.add_argument("--kernel", action="store_true", help="the element pass alone, in memory, one thread (CPU time)")
     args = ap.parse_args(argv)
+    if args.kernel:
+        print("\n".join(bench.machine_info() + kernel(repeat=args.repeat)))
+        return 0
     bench._launcher = bench.Launcher()
     size = make_models.parse_size(args.size)
     summary = make_models.ensure(size, args.out)

@@ -145,3 +145,15 @@ def test_diff_pairs_are_the_compared_bytes(tmp_path):
     finally:
         a.close()
         b.close()
+
+
+def test_diff_kernel_figure_runs():
+    """``python -m benchmarks.diff_changed --kernel``: one line per dtype of the benchmark model, each a CPU time
+    per element and a throughput (no time is asserted)."""
+    from benchmarks import diff_changed
+
+    lines = diff_changed.kernel(elements=1 << 16, repeat=1)
+    assert [line.split()[0] for line in lines] == ["float16", "bfloat16", "float"]
+    for line in lines:
+        ns, gbs = float(line.split()[1]), float(line.split(",")[1].split()[0])
+        assert ns > 0 and gbs > 0
