@@ -141,3 +141,70 @@ async def test_the_tree_after_an_edit_has_the_rows_of_a_fresh_build(tmp_path):
         fresh.reveal(where)
         await settle(pilot)
         assert shown_rows(fresh) == after
+
+
+def slow_facts(monkeypatch, seconds: float) -> None:
+    """The graph's facts take ``seconds`` more: the rows are swapped that much after the verdict."""
+    from onemodel_viewer.analysis.facts import Facts
+
+    real = Facts._compute
+
+    def slow(self, graph, *args):
+        time.sleep(seconds)
+        return real(self, graph, *args)
+
+    monkeypatch.setattr(Facts, "_compute", slow)
+
+
+async def test_the_previous_document_is_closed_off_the_ui_thread_once_no_row_shows_it(tmp_path, monkeypatch):
+    """The rows left on the previous read until the graph's facts are known show its records: it stays
+    open until they are swapped, then it is closed (its file unmapped: ~17 ms for the 4 GiB benchmark
+    model, on the UI thread when the re-read was shown) and freed in a thread."""
+    import threading
+
+    from onemodel_viewer.tui.structure_tree import StructureTree
+
+    slow_facts(monkeypatch, 0.3)
+    app = make_app(str(chain_model(tmp_path, 1200)))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        app.reveal("manifest.graph.nodes[1100]")
+        await settle(pilot)
+        old, closed = app.document, []
+        old_row = app.query_one(StructureTree).cursor_node
+        assert old_row.data.obj is old.model.graph.nodes[1100]
+        real_close = type(old).close
+
+        def close(doc):
+            if doc is old:  # off the UI thread? the selected row on the re-read's record?
+                on_ui = threading.current_thread() is threading.main_thread()
+                closed.append((on_ui, old_row.data.obj is old.model.graph.nodes[1100]))
+            real_close(doc)
+
+        monkeypatch.setattr(type(old), "close", close)
+        assert app.apply_edit('manifest.graph.nodes[1100].inputs[0]="undefined-x"')
+        await until(pilot, lambda: not app.edit_pending)
+        assert app.edit_restoring and not closed  # the verdict shown, rows of ``old`` still in the tree
+        await until(pilot, lambda: not app.edit_restoring and closed)
+        assert closed == [(False, False)]  # once, off the UI thread, once the rows were swapped
+
+
+async def test_opening_the_file_anew_before_the_rows_were_swapped_leaves_no_row_waiting(tmp_path, monkeypatch):
+    """Regression: ``r`` (open the file anew) pressed after an edit's verdict, before the other rows
+    were swapped, left the tree's highlights unshown (the detail pane kept the first selection)."""
+    slow_facts(monkeypatch, 0.5)
+    app = make_app(str(chain_model(tmp_path, 1200)))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert app.apply_edit('manifest.graph.nodes[1100].inputs[0]="undefined-x"')
+        await until(pilot, lambda: not app.edit_pending)
+        assert app.edit_restoring
+        await pilot.press("r")
+        await until(pilot, lambda: not app.edit_restoring)
+        await settle(pilot)
+        from onemodel_viewer.tui.structure_tree import StructureTree
+
+        tree = app.query_one(StructureTree)
+        tree.focus()
+        await pilot.press("down")
+        await until(pilot, lambda: app.current is tree.cursor_node.data)

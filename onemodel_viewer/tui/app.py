@@ -495,14 +495,14 @@ class OneModelApp(BackgroundWork, SearchActions, InsightActions, EditActions, Ap
     def load_document(self, doc: Document, unchecked: Any = None, *, select_first: bool = True, later: Any = None) -> None:
         """Show another document (the old one closed); ``unchecked``: see ``open_for_viewer``; ``select_first``
         False: the caller puts the cursor (and fills the detail pane); ``later`` not None: the tree keeps its
-        rows (another read of the same file: :meth:`.StructureTree.set_entries`)."""
+        rows (another read of the same file: :meth:`.StructureTree.set_entries`), the caller closes the old one."""
         old = self.document
         self.document = doc
         self.unchecked_manifest = unchecked
         self.path = doc.path
         self.current = self.first_selection = None
         self._setup(select_first, later)
-        if old is not None and old is not doc:
+        if old is not None and old is not doc and later is None:
             try:
                 old.close()
             except Exception:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import threading
 from typing import TYPE_CHECKING, Iterable
 
@@ -77,7 +78,7 @@ class EditActions:
     _edit_back: tuple = ()
     """What :meth:`_restore_selection` puts back: the document, the tree's cursor row then, where, hex focus and cursor."""
     _edit_stale: tuple = ()
-    """Documents of earlier reads (closed) whose rows the tree still shows (freed once they are swapped)."""
+    """Documents of earlier reads whose rows the tree still shows (closed once they are swapped)."""
 
     # ------------------------------------------------------------------ starting an edit
     def _session(self) -> EditSession | None:
@@ -300,7 +301,7 @@ class EditActions:
         self.edit_change = {k: v["problems"] for k, v in change.items()}
         self.background_gc_held = True  # the GC back on (frozen) when the job load_document starts ends
         if old is not None:
-            self._edit_stale += (old,)  # its rows are shown (closed) until the selection is back
+            self._edit_stale += (old,)  # its rows are shown until the selection is back
         # a selection to put back: neither the first problem highlighted nor the model described meanwhile
         # (the detail pane shows the selection as it was; the model's description took ~3 ms, the first
         # problem's detail and hex pane ~5 ms of the UI thread, and the tree jumped there and back)
@@ -325,11 +326,10 @@ class EditActions:
         """Off the UI thread: wait for the re-read graph's facts (the background job computes them),
         make the children of the entries whose rows are open (their labels), then swap on the UI thread."""
         doc = back[0]
-        if doc is not self.document:
-            return
         try:
-            facts.of(doc.model.graph)
-            _make_children(roots, loaded)
+            if doc is self.document:
+                facts.of(doc.model.graph)
+                _make_children(roots, loaded)
         except Exception:  # noqa: BLE001 - a reader bug in a lazily read node: the tree says it
             pass
         try:
@@ -338,16 +338,26 @@ class EditActions:
             pass
 
     def _restore_selection(self, doc, placed, where: str, in_hex: bool, cursor: int) -> None:
-        """Every row on the re-read document, then the selection shown again, unless another document is
-        shown; a cursor moved meanwhile (from row ``placed``) stays where it is, its row shown."""
+        """Every row on the re-read document (unless another one is shown), then, after that frame, the
+        selection shown again (each ~10-15 ms of the UI thread on 10,000 nodes, ~30 together)."""
         if doc is not self.document:
-            return  # a newer re-read restores
+            if self._edit_back[0] is doc:  # the file was opened anew (r) meanwhile: no rows of ours left
+                self.edit_restoring = False
+                self._free_stale()
+            return  # else a newer re-read restores
+        self.hold_background(FRAME_HOLD)
+        tree = self.query_one(StructureTree)
+        tree.swap_entries(tree.roots)
+        self._free_stale()
+        self.call_after_refresh(self._show_selection_again, doc, placed, where, in_hex, cursor)
+
+    def _show_selection_again(self, doc, placed, where: str, in_hex: bool, cursor: int) -> None:
+        """The detail and hex panes on the selection again; a cursor moved meanwhile (from row ``placed``)
+        stays where it is, its row shown."""
+        if doc is not self.document:
+            return
         self.edit_restoring = False
         tree = self.query_one(StructureTree)
-        self.hold_background(FRAME_HOLD)
-        tree.swap_entries(tree.roots)
-        _free_later(list(self._edit_stale))
-        self._edit_stale = ()
         node = tree.cursor_node
         shown = node is not None and node.data is not None and tree.node_for(node.data) is node
         if node is not placed:  # moved by the user since the re-read arrived
@@ -364,6 +374,11 @@ class EditActions:
             hexv = self.query_one(HexView)
             hexv.focus()
             hexv.goto(min(cursor, max(0, hexv.file_size - 1)))
+
+    def _free_stale(self) -> None:
+        """The documents of earlier reads, no longer shown, closed and freed in a thread."""
+        stale, self._edit_stale = list(self._edit_stale), ()
+        _free_later(stale)
 
     # ------------------------------------------------------------------ marks
     def problem_marks(self) -> dict:
@@ -494,10 +509,32 @@ def _make_children(roots: list[Entry], loaded: set, path: tuple = ()) -> None:
 
 
 def _free_later(docs: list) -> None:
-    """Free the (closed) documents no row shows any more in a thread: their records, ~5-8 ms of the UI
-    thread on 10,000 nodes, in the frame of the swapped rows."""
-    if docs:
-        threading.Thread(target=docs.clear, name="edit-free", daemon=True).start()
+    """Close ``docs`` and free them (the list emptied) in a thread: unmapping the file and freeing the
+    records took ~5-25 ms of the UI thread on 10,000 nodes."""
+    global _freeing
+    if not docs:
+        return
+    if _freeing is None:
+        _freeing = threading.Thread(target=_free_loop, name="edit-free", daemon=True)
+        _freeing.start()
+    _FREE.put(docs)
+
+
+def _free_loop() -> None:
+    while True:
+        docs = _FREE.get()
+        while docs:
+            doc = docs.pop()
+            try:
+                doc.close()
+            except Exception:  # noqa: BLE001 - a storage already gone
+                pass
+            del doc  # its last reference: freed here
+
+
+_FREE: queue.SimpleQueue = queue.SimpleQueue()
+"""Lists of documents for the freeing thread (started once: starting one per re-read waited ~6 ms for it)."""
+_freeing: threading.Thread | None = None
 
 
 class _Turns:

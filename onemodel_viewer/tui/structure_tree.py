@@ -266,6 +266,8 @@ class StructureTree(Tree[Entry]):
         out: set[tuple] = set()
 
         def walk(node: TreeNode[Entry], path: tuple) -> None:
+            if not any(id(c.data) in self._children_of for c in node.children):
+                return  # (a group of 1,000 rows, none open: no keys made)
             for child, key in zip(node.children, row_keys([c.data for c in node.children])):
                 if id(child.data) in self._children_of:
                     out.add(path + (key,))
