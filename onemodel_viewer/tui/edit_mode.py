@@ -340,11 +340,8 @@ class EditActions:
     def _restore_selection(self, doc, placed, where: str, in_hex: bool, cursor: int) -> None:
         """Every row on the re-read document (unless another one is shown), then, after that frame, the
         selection shown again (each ~10-15 ms of the UI thread on 10,000 nodes, ~30 together)."""
-        if doc is not self.document:
-            if self._edit_back[0] is doc:  # the file was opened anew (r) meanwhile: no rows of ours left
-                self.edit_restoring = False
-                self._free_stale()
-            return  # else a newer re-read restores
+        if self._replaced(doc):
+            return
         self.hold_background(FRAME_HOLD)
         tree = self.query_one(StructureTree)
         tree.swap_entries(tree.roots)
@@ -354,7 +351,7 @@ class EditActions:
     def _show_selection_again(self, doc, placed, where: str, in_hex: bool, cursor: int) -> None:
         """The detail and hex panes on the selection again; a cursor moved meanwhile (from row ``placed``)
         stays where it is, its row shown."""
-        if doc is not self.document:
+        if self._replaced(doc):
             return
         self.edit_restoring = False
         tree = self.query_one(StructureTree)
@@ -374,6 +371,16 @@ class EditActions:
             hexv = self.query_one(HexView)
             hexv.focus()
             hexv.goto(min(cursor, max(0, hexv.file_size - 1)))
+
+    def _replaced(self, doc) -> bool:
+        """True when ``doc`` is no longer shown: a newer re-read restores, or the file was opened anew
+        (``r``: no rows of earlier reads left, nothing to restore)."""
+        if doc is self.document:
+            return False
+        if self._edit_back[0] is doc:  # opened anew
+            self.edit_restoring = False
+            self._free_stale()
+        return True
 
     def _free_stale(self) -> None:
         """The documents of earlier reads, no longer shown, closed and freed in a thread."""
