@@ -60,14 +60,16 @@ def count16(codes: "np.ndarray", row: "np.ndarray", cancel=None) -> None:
     integers below 2^53), in pieces of :data:`PIECE` values; ``cancel`` is checked between pieces."""
     import numpy as np
 
+    acc = None
     for start in range(0, codes.size, PIECE):
         if start and cancel is not None and cancel.is_set():
             raise Cancelled()
         c = np.bincount(codes[start : start + PIECE], minlength=1 << 16)
-        if start == 0:
-            np.copyto(row, c, casting="unsafe")
+        if acc is None:
+            acc = c
         else:
-            np.add(row, c, out=row)
+            acc += c
+    np.copyto(row, acc, casting="unsafe")
 
 
 def pattern_stats(tensor, raw, info: DType, count, chunks, first, cancel, progress, threads) -> TensorStats:
