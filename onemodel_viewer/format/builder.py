@@ -17,6 +17,7 @@ from .builder_tensor import ABSENT, I64_MAX, I64_MIN, MAX_LEVEL, U32_MAX, Tensor
 from .dtypes import AttrType
 from .errors import Kind
 from .reporter import Reporter
+from .rules import Stopped
 from .schema import Attribute, Function, Graph, Model, Node, NodeColumns, NodeList, OperatorSet, Type, ValueInfo
 from .storage import Storage
 
@@ -77,10 +78,6 @@ def numbers_only(attributes: list) -> bool:
 
 STEP_NODES = 4096
 """:func:`plain_nodes` asks its ``step`` after each run of this many nodes (10^6 nodes: ~4 ms a run)."""
-
-
-class Stopped(Exception):
-    """:func:`plain_nodes`'s ``step`` said stop."""
 
 
 def plain_nodes(raw: list, step=None) -> tuple[list[int], NodeColumns] | None:

@@ -77,7 +77,7 @@ from .document import HEADER_SIZE, Document
 from .errors import Finding, FormatError, Kind
 from .manifest_path import join
 from .reporter import LOCATE, LOCATE_CAP, Reporter
-from .rules import resolve
+from .rules import Stopped, resolve
 from .storage import FileStorage
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -344,9 +344,9 @@ def _parse_and_build(data, h, verdict, report: Reporter, storage, keep: list | N
     return model
 
 
-def _rules(model, builder: Builder, report: Reporter) -> None:
+def _rules(model, builder: Builder, report: Reporter, step=None) -> None:
     """What the open does once the records are built: the reading rules, then the arrays read as empty."""
-    resolve(model, report)
+    resolve(model, report, step)
     for w in builder.missing_arrays:
         report.finding("missing-graph-array", w, LOCATE, f"{w.rsplit('.', 1)[1]} is absent (read as empty)")
 
@@ -360,8 +360,10 @@ def _finish(model, builder: Builder, report: Reporter, storage, span: tuple[int,
         with paused_gc():
             if not _with_stack_room(builder.check_deferred, step) or (step is not None and step()):
                 return False
-            _with_stack_room(_rules, model, builder, report)
+            _with_stack_room(_rules, model, builder, report, step)
         return True
+    except Stopped:
+        return False
     finally:
         report.release_manifest()
         data.release()
