@@ -359,3 +359,49 @@ def test_records_built_through_their_slots_are_the_dataclass_records(cls):
         setattr(plain, names[0], 1)
     with pytest.raises(TypeError):
         cls(*values, 1)
+
+
+
+@pytest.mark.parametrize("cls", [Type, ValueInfo, Tensor, Attribute, Node])
+def test_records_are_exactly_their_class_and_copy_pickle_and_replace_like_dataclasses(cls):
+    """``schema.direct_init`` builds a record in a twin class with the same slots and then makes it a
+    ``cls``: the result is a ``cls`` (nothing of the twin shows), and ``copy``, ``pickle`` (every
+    protocol) and ``dataclasses.replace`` give equal records."""
+    import copy
+    import dataclasses
+    import pickle
+
+    names = [f.name for f in dataclasses.fields(cls)]
+    values = [f"v{i}" if f.name != "type" or cls is not Attribute else 2 for i, f in enumerate(dataclasses.fields(cls))]
+    if cls is Tensor:
+        values[names.index("storage")] = None
+    r = cls(*values)
+    assert type(r) is cls and isinstance(r, cls) and not hasattr(r, "__dict__")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        delattr(r, names[0])
+    copies = [copy.copy(r), copy.deepcopy(r), dataclasses.replace(r)]
+    copies += [pickle.loads(pickle.dumps(r, protocol=p)) for p in range(pickle.HIGHEST_PROTOCOL + 1)]
+    for c in copies:
+        assert type(c) is cls and [getattr(c, n) for n in names] == values
+    with pytest.raises(TypeError):
+        cls()  # a required field missing, as with the dataclass's __init__
+
+
+def test_subclasses_of_records_are_made_as_dataclass_subclasses_were():
+    """A subclass gets no twin: a dataclass subclass its own ``__init__`` (its new fields too), a plain
+    subclass the record's fields as the record's ``__init__`` set them."""
+    import dataclasses
+
+    @dataclasses.dataclass(frozen=True, slots=True, eq=False)
+    class Tagged(Node):
+        tag: int = 5
+
+    class Plain(Node):
+        __slots__ = ()
+
+    t = Tagged("Add", "n", inputs=("a",), tag=7)
+    assert type(t) is Tagged and (t.op, t.name, t.inputs, t.tag) == ("Add", "n", ("a",), 7) and Tagged("Mul").tag == 5
+    p = Plain("Relu", "r", outputs=("y",))
+    assert type(p) is Plain and (p.op, p.name, p.outputs, p.where) == ("Relu", "r", ("y",), "")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        p.op = "Mul"
