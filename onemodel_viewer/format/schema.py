@@ -36,7 +36,8 @@ def direct_init(cls):
     The generated ``__init__`` of a frozen dataclass calls ``object.__setattr__`` once a field; for
     the records a reader builds by the thousand that was a tenth of an LLM-sized open. Storing through
     each slot's descriptor halved it (a Tensor 1.1 -> 0.6 µs); the twin halves it again (0.6 -> 0.3 µs;
-    1G strict open 28.1 -> 26.8 ms CPU, median of 100 interleaved in one process). A subclass is
+    1G strict open 31.0 -> 29.6, 25.9 -> 24.4, 28.9 -> 28.7 ms CPU: three runs of 150 opens interleaved
+    with the old records in one process, load 7-9). A subclass is
     made as before: ``object.__new__``, then its own ``__init__`` (a dataclass's) or, without one, the
     fields stored through the slot descriptors. ``__getnewargs__`` hands the fields to pickle and copy.
     Applied below the ``@dataclass`` line; ``tests/test_reader_schema.py`` compares the records with
