@@ -61,7 +61,7 @@ async def test_the_shown_documents_job_waits_while_the_edited_file_is_read_again
 
 async def test_the_gc_stays_off_until_the_re_read_is_shown_when_the_job_ends_meanwhile(tmp_path, monkeypatch):
     """Regression: the shown document's background job ending while an edit was read again turned the
-    GC back on; collections over the re-read's new records then ran in its thread (24-58 ms holding the
+    GC back on; collections over the re-read's new records then ran in its thread (a 24 ms one seen, holding the
     interpreter, the UI waiting). It stays off until the re-read document's own job ends."""
     real_open = reader.open_storage
     enabled = []
