@@ -18,20 +18,23 @@ from __future__ import annotations
 import math
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
-from textual.widgets import ProgressBar, Sparkline, Static
+from textual.widgets import Static
 
 from ..format.dtypes import DataType
 from ..format.errors import FormatError
 from ..format.schema import Tensor
 from .fitted_static import FittedStatic
 from .safe import human_size, safe_text
+
+if TYPE_CHECKING:
+    from textual.widgets import Sparkline
 
 AUTO_LIMIT = 256 << 20
 """Tensors up to this many bytes get statistics as soon as they are selected; bigger ones on ``s``."""
@@ -144,21 +147,28 @@ class StatsPanel(Vertical):
         # the histogram and the progress bar are mounted on first use (keeps the first screen light)
         yield FittedStatic(Text("select a tensor; s computes statistics", style="dim"), id="stats-summary")
 
-    def _part(self, kind: type) -> Any:
-        """The Sparkline or ProgressBar child, mounted the first time it is needed."""
-        if kind is Sparkline:
-            if self._spark is None:
-                # the sparkline and, right of it while the histogram is a sample, "≈ (sample of N values)"
-                self._spark = Sparkline([], id="stats-hist", classes="hidden")
-                self._note = Static("", id="stats-hist-note", classes="hidden")
-                self._hist_row = Horizontal(self._spark, self._note, id="stats-hist-row", classes="hidden")
-                self.mount(self._hist_row)
-            return self._spark
-        found = self.query(kind)
+    def _sparkline(self) -> Any:
+        """The Sparkline child (in its row, with the sample note right of it), mounted the first time it is needed."""
+        if self._spark is None:
+            # imported here: textual's sparkline pulls in statistics (~1 ms of the first screen's imports)
+            from textual.widgets import Sparkline
+
+            # the sparkline and, right of it while the histogram is a sample, "≈ (sample of N values)"
+            self._spark = Sparkline([], id="stats-hist", classes="hidden")
+            self._note = Static("", id="stats-hist-note", classes="hidden")
+            self._hist_row = Horizontal(self._spark, self._note, id="stats-hist-row", classes="hidden")
+            self.mount(self._hist_row)
+        return self._spark
+
+    def _progress(self) -> Any:
+        """The ProgressBar child, mounted the first time it is needed."""
+        # imported here: the progress bar and its ETA (~0.4 ms) are not on the first screen
+        from textual.widgets import ProgressBar
+
+        found = self.query(ProgressBar)
         if found:
             return found.first()
-        else:
-            w = ProgressBar(total=100, show_eta=False, id="stats-progress", classes="hidden")
+        w = ProgressBar(total=100, show_eta=False, id="stats-progress", classes="hidden")
         self.mount(w)
         return w
 
@@ -185,7 +195,7 @@ class StatsPanel(Vertical):
             summary.update(Text("select a tensor; s computes statistics", style="dim"))
             self._hide_histogram()
             return
-        self._part(Sparkline)
+        self._sparkline()
         hit = self.cached(t)
         if hit is not None:
             self._render_stats(t, hit)
@@ -213,9 +223,9 @@ class StatsPanel(Vertical):
         self.query_one("#stats-summary", Static).update(
             Text.assemble(("computing statistics of ", "dim"), safe_text(t.name or "(unnamed)", limit=60), ("… (c cancels)", "dim"))
         )
-        self._part(Sparkline)
+        self._sparkline()
         self._hide_histogram()
-        bar = self._part(ProgressBar)
+        bar = self._progress()
         bar.update(total=100, progress=0)
         bar.set_class(t.is_string or t.length < PROGRESS_MIN, "hidden")
         self._compute(t, ev)
@@ -264,7 +274,7 @@ class StatsPanel(Vertical):
     def on_stats_panel_progress(self, m: "StatsPanel.Progress") -> None:
         # may arrive after the run ended (results come through call_from_thread): only the running one counts
         if m.tensor is self._tensor and m.run is self._cancel and self.state == "running":
-            self._part(ProgressBar).update(progress=m.pct)
+            self._progress().update(progress=m.pct)
 
     def _summary(self, t: Tensor, s: Any) -> None:
         """Every figure (with a sampled histogram, or none), shown while the exact histogram pass runs."""
@@ -279,7 +289,7 @@ class StatsPanel(Vertical):
         self.post_message(self.Finished(t, s, error, cancelled))
         if t is not self._tensor:
             return
-        self._part(ProgressBar).add_class("hidden")
+        self._progress().add_class("hidden")
         summary = self.query_one("#stats-summary", Static)
         if cancelled or error is not None:  # no sampled histogram left standing as if it were the answer
             self._hide_histogram()
@@ -302,7 +312,7 @@ class StatsPanel(Vertical):
 
     def _draw_histogram(self, s: Any) -> None:
         """The sparkline and the subtitle: the range when exact, ``≈ sample …% · exact pending`` when sampled."""
-        hist = self._part(Sparkline)
+        hist = self._sparkline()
         data = list(getattr(s, "histogram", ()) or ())
         rng = getattr(s, "hist_range", None)
         if not (rng and data and any(data)):
