@@ -153,6 +153,8 @@ class Image:
         self.tail_total = self.tail_len
         self.patches: list[tuple[int, bytes]] = []
         """(offset in the tail, bytes) written over the tail, in order; past ``tail_len``: zeros first."""
+        self.keys_unique: bool | None = None
+        """Whether no object of the manifest repeats a key (None: not known yet; see :meth:`_unique_keys`)."""
 
     def copy(self) -> "Image":
         """An independent copy (the edits of one do not change the other; the source is shared)."""
@@ -191,6 +193,8 @@ class Image:
 
     def apply(self, edit: Edit, raw: bool = False) -> None:
         """Apply one edit; raises :class:`EditError` when it cannot be applied to this file."""
+        if edit.op != "manifest":
+            self.keys_unique = None  # the manifest's bytes may have changed (bytes@, truncate, its length)
         if edit.op == "header":
             if len(self.head) < HEADER_SIZE:
                 raise EditError(f"{edit}: the file is shorter than the 64-byte header (use bytes@)")
@@ -246,7 +250,10 @@ class Image:
         parent = "manifest"
         for s in steps[:-1]:
             parent = f"{parent}[{s}]" if isinstance(s, int) else join(parent, s)
-        finder = Locator(data)  # one walk for the parent and the value (the second look-up continues the first)
+        # one walk for the parent and the value (the second look-up continues the first); with no
+        # repeated key it stops at each key (the middle node of 10,000: ~170 -> ~50 ms with the proof, ~25 after)
+        unique = self._unique_keys(data)
+        finder = Locator(data, unique_keys=unique)
         pspan = finder.span(parent)
         if pspan is None:
             what = "the manifest is not a JSON object this path can follow" if parent == "manifest" else f"{parent} is not in the manifest"
@@ -282,6 +289,21 @@ class Image:
             s, e = span
             new = data[:s] + value + data[e:]
         self._set_manifest(bytearray(new), raw)
+        # a new key is one the object did not have, a replaced value keeps its key: only the value can repeat one
+        self.keys_unique = True if unique and (value is None or _keys_unique_in(value)) else None
+
+    def _unique_keys(self, data: bytes) -> bool:
+        """Whether no object of the manifest ``data`` repeats a key (parsed once, then kept through edits)."""
+        if self.keys_unique is None:
+            from . import manifest as _manifest
+
+            try:
+                parsed = _manifest.parse(data, HEADER_SIZE)
+            except (FormatError, ValueError, RecursionError):
+                self.keys_unique = False
+            else:
+                self.keys_unique = parsed.checked_duplicates and not parsed.duplicates
+        return self.keys_unique
 
     def _set_manifest(self, new: bytearray, raw: bool) -> None:
         old_len = len(self.manifest)
@@ -361,6 +383,19 @@ def _key_start(data: bytes, value_start: int) -> int:
                 return j
         j -= 1
     raise EditError("cannot find the member's key")
+
+
+def _keys_unique_in(value: bytes) -> bool:
+    """Whether no object in the JSON ``value`` repeats a key (False when it does not parse)."""
+    def pairs(items: list) -> None:
+        if len({k for k, _ in items}) != len(items):
+            raise ValueError("a repeated key")
+
+    try:
+        json.loads(value, object_pairs_hook=pairs)
+    except (ValueError, RecursionError):
+        return False
+    return True
 
 
 def copy_range(src_fd: int, out, offset: int, length: int, dst_pos: int) -> None:

@@ -325,6 +325,7 @@ def _parse_and_build(data, h, verdict, report: Reporter, storage, keep: list | N
     if parsed is None:
         return None
     _finding_duplicates(report, parsed)
+    report.unique_keys = parsed.checked_duplicates and not parsed.duplicates
     builder = Builder(
         report,
         h.data_offset if verdict.data_ok else None,
