@@ -49,7 +49,6 @@ from .edit_mode import EditActions
 from .byte_inspector import ByteInspector
 from .entries import Entry, EntryFactory
 from .footer import ScreenFooter
-from .prompt import take_stray_key
 from .hex_view import HexView
 from .insight import Insight, InsightActions
 from .locate import ManifestSpans
@@ -161,6 +160,7 @@ class OneModelApp(BackgroundWork, SearchActions, InsightActions, EditActions, Ap
         yield ScreenFooter()
 
     async def on_key(self, event: events.Key) -> None:
+        from .prompt import take_stray_key  # here: no prompt is open before a key (its classes: ~1 ms of the first screen)
         await take_stray_key(self, event)  # a key sent to this screen before a prompt opened goes into it
 
     def on_mount(self) -> None:
