@@ -175,6 +175,9 @@ def main(argv: list[str] | None = None) -> int:
 
             return run_diff_viewer(files[0], files[1])
         need(1, "give one FILE to view (or --check/--diff/--convert/--export)")
+        from .process import pause_gc
+
+        pause_gc()  # from before the viewer's imports, not only from run_viewer on (no collections: ~5 ms less CPU)
         from .tui.app import run_viewer
 
         code = run_viewer(files[0])
