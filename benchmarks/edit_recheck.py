@@ -117,6 +117,8 @@ def main(argv: list[str] | None = None) -> int:
                 f"max {max(values) * 1e3:.0f} ms ({'pass' if max(values) <= target else 'FAIL'})")
 
     print(f"verdict updated (target <= 300 ms): {verdict_of(v, 0.3)}")
+    # the edits walk the manifest to the edited node (the edit's span, the new problem's offset); the undos do not
+    print(f"  of which the edits: {verdict_of(v[0::2], 0.3)}; the undos: {verdict_of(v[1::2], 0.3)}")
     print(f"longest UI block (target <= 50 ms): {verdict_of(b, 0.05)}")
     c = r["cpu_block"]
     print(f"longest UI-thread CPU run between two ticks (what a loaded machine stretches): median {med(c) * 1e3:.0f} ms, "

@@ -153,8 +153,9 @@ class Image:
         self.tail_total = self.tail_len
         self.patches: list[tuple[int, bytes]] = []
         """(offset in the tail, bytes) written over the tail, in order; past ``tail_len``: zeros first."""
-        self.keys_unique: bool | None = None
-        """Whether no object of the manifest repeats a key (None: not known yet; see :meth:`_unique_keys`)."""
+        self.facts = _ManifestFacts()
+        """What is known of ``manifest``'s bytes: shared with copies until an edit changes them (an undo
+        goes back to an image whose copy learnt them)."""
 
     def copy(self) -> "Image":
         """An independent copy (the edits of one do not change the other; the source is shared)."""
@@ -194,7 +195,7 @@ class Image:
     def apply(self, edit: Edit, raw: bool = False) -> None:
         """Apply one edit; raises :class:`EditError` when it cannot be applied to this file."""
         if edit.op != "manifest":
-            self.keys_unique = None  # the manifest's bytes may have changed (bytes@, truncate, its length)
+            self.facts = _ManifestFacts()  # the manifest's bytes may have changed (bytes@, truncate, its length)
         if edit.op == "header":
             if len(self.head) < HEADER_SIZE:
                 raise EditError(f"{edit}: the file is shorter than the 64-byte header (use bytes@)")
@@ -290,20 +291,21 @@ class Image:
             new = data[:s] + value + data[e:]
         self._set_manifest(bytearray(new), raw)
         # a new key is one the object did not have, a replaced value keeps its key: only the value can repeat one
-        self.keys_unique = True if unique and (value is None or _keys_unique_in(value)) else None
+        self.facts = _ManifestFacts(True if unique and (value is None or _keys_unique_in(value)) else None)
 
     def _unique_keys(self, data: bytes) -> bool:
         """Whether no object of the manifest ``data`` repeats a key (parsed once, then kept through edits)."""
-        if self.keys_unique is None:
+        facts = self.facts
+        if facts.keys_unique is None:
             from . import manifest as _manifest
 
             try:
                 parsed = _manifest.parse(data, HEADER_SIZE)
             except (FormatError, ValueError, RecursionError):
-                self.keys_unique = False
+                facts.keys_unique = False
             else:
-                self.keys_unique = parsed.checked_duplicates and not parsed.duplicates
-        return self.keys_unique
+                facts.keys_unique = parsed.checked_duplicates and not parsed.duplicates
+        return facts.keys_unique
 
     def _set_manifest(self, new: bytearray, raw: bool) -> None:
         old_len = len(self.manifest)
@@ -383,6 +385,16 @@ def _key_start(data: bytes, value_start: int) -> int:
                 return j
         j -= 1
     raise EditError("cannot find the member's key")
+
+
+class _ManifestFacts:
+    """What is known of one manifest's bytes (an :class:`Image` and its copies share it until one edits them)."""
+
+    __slots__ = ("keys_unique",)
+
+    def __init__(self, keys_unique: bool | None = None) -> None:
+        self.keys_unique = keys_unique
+        """Whether no object repeats a key (None: not known yet)."""
 
 
 def _keys_unique_in(value: bytes) -> bool:
