@@ -128,3 +128,36 @@ def first_failure(path) -> tuple[str, str | None] | None:
 def digest(path) -> str:
     """SHA-256 of a file's bytes (to show a command left its input as it was)."""
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def hold_method(monkeypatch, cls, name: str):
+    """Make ``cls.name`` wait, in the thread that calls it, until the test lets it go: ``(reached, go)``,
+    two ``threading.Event``s (``reached`` set when the call has come, the call made once ``go`` is set)."""
+    import threading
+
+    reached, go = threading.Event(), threading.Event()
+    real = getattr(cls, name)
+
+    def held(self, *args, **kwargs):
+        reached.set()
+        go.wait(30)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(cls, name, held)
+    return reached, go
+
+
+def slow_facts(monkeypatch, seconds: float) -> None:
+    """The graph's facts (``Facts._compute``) take ``seconds`` more: whatever waits for them after an
+    edit's verdict (the swapped rows, the selection shown again) comes that much later."""
+    import time
+
+    from onemodel_viewer.analysis.facts import Facts
+
+    real = Facts._compute
+
+    def slow(self, graph, *args):
+        time.sleep(seconds)
+        return real(self, graph, *args)
+
+    monkeypatch.setattr(Facts, "_compute", slow)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from onemodel_viewer.process import pause_gc
 from onemodel_viewer.tui.app import OneModelApp, make_app
-from conftest import wait_for_workers  # noqa: E402 - the shared Pilot helpers
+from conftest import hold_method, wait_for_workers  # noqa: E402 - the shared Pilot helpers
 
 ROOT = Path(__file__).resolve().parent.parent
 SHOWCASE = str(ROOT / "testdata" / "valid" / "showcase.onemodel")
@@ -28,16 +28,7 @@ def aio(fn):
 
 def hold_job(monkeypatch) -> tuple[threading.Event, threading.Event]:
     """Make the background job wait (in its thread) before its search-index step: (reached, go)."""
-    reached, go = threading.Event(), threading.Event()
-    real = OneModelApp._prepare_search
-
-    def held(self, *args, **kwargs):
-        reached.set()
-        go.wait(30)
-        return real(self, *args, **kwargs)
-
-    monkeypatch.setattr(OneModelApp, "_prepare_search", held)
-    return reached, go
+    return hold_method(monkeypatch, OneModelApp, "_prepare_search")
 
 
 async def wait_for(event: threading.Event, pilot) -> None:

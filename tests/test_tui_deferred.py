@@ -15,7 +15,7 @@ from onemodel_viewer.tui.background import OpenRest
 from onemodel_viewer.tui.info_bar import InfoBar
 from onemodel_viewer.tui.structure_tree import StructureTree
 
-from conftest import wait_for_workers  # noqa: E402 - the shared Pilot helpers
+from conftest import hold_method, wait_for_workers  # noqa: E402 - the shared Pilot helpers
 from test_reader_lazy import _chain_model
 from test_reader_util import pack, write
 
@@ -42,16 +42,7 @@ def broken_chain(tmp_path, monkeypatch) -> str:
 
 def hold_checks(monkeypatch) -> tuple[threading.Event, threading.Event]:
     """Make the background job wait (in its thread) before the deferred checks: (reached, go)."""
-    reached, go = threading.Event(), threading.Event()
-    real = OneModelApp._finish_checks
-
-    def held(self, *args, **kwargs):
-        reached.set()
-        go.wait(30)
-        return real(self, *args, **kwargs)
-
-    monkeypatch.setattr(OneModelApp, "_finish_checks", held)
-    return reached, go
+    return hold_method(monkeypatch, OneModelApp, "_finish_checks")
 
 
 async def until(pilot, cond) -> None:

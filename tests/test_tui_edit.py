@@ -23,7 +23,7 @@ from onemodel_viewer.tui.hex_view import HexView
 from onemodel_viewer.tui.problems_screen import ProblemsScreen
 from onemodel_viewer.tui.prompt import Prompt
 from onemodel_viewer.tui.structure_tree import StructureTree
-from conftest import Viewer, settle_located  # noqa: E402 - the shared Pilot set-up
+from conftest import Viewer, settle_located, slow_facts  # noqa: E402 - the shared Pilot set-up
 
 ROOT = Path(__file__).resolve().parent.parent
 SHOWCASE = ROOT / "testdata" / "valid" / "showcase.onemodel"
@@ -344,21 +344,6 @@ def _chain_model(tmp_path, n: int) -> Path:
     return path
 
 
-def _slow_facts(monkeypatch, seconds: float) -> None:
-    """The graph's facts take ``seconds`` more: the selection comes back that much after the verdict."""
-    import time
-
-    from onemodel_viewer.analysis.facts import Facts
-
-    real = Facts._compute
-
-    def slow(self, graph, *args):
-        time.sleep(seconds)
-        return real(self, graph, *args)
-
-    monkeypatch.setattr(Facts, "_compute", slow)
-
-
 async def _until(pilot, done, seconds: float = 20.0) -> None:
     """Pause until ``done()`` (a state, never a count of pauses); fail after ``seconds``."""
     import time
@@ -416,7 +401,7 @@ async def _far_node_edited(tmp_path, monkeypatch):
     """(app, pilot, where) on a 1,200-node chain with slow facts, once ``where`` (node 1100, selected) had an
     input renamed to an undefined one and the re-read's verdict is shown."""
     path = _chain_model(tmp_path, 1200)
-    _slow_facts(monkeypatch, 0.5)
+    slow_facts(monkeypatch, 0.5)
     app = make_app(str(path))
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)

@@ -6,7 +6,7 @@ import gc
 import time
 from pathlib import Path
 
-from conftest import Viewer
+from conftest import Viewer, slow_facts
 
 from onemodel_viewer.format import reader
 from onemodel_viewer.format.schema import Graph, Model, Node, OperatorSet, Type, ValueInfo
@@ -141,19 +141,6 @@ async def test_the_tree_after_an_edit_has_the_rows_of_a_fresh_build(tmp_path):
         fresh.reveal(where)
         await settle(pilot)
         assert shown_rows(fresh) == after
-
-
-def slow_facts(monkeypatch, seconds: float) -> None:
-    """The graph's facts take ``seconds`` more: the rows are swapped that much after the verdict."""
-    from onemodel_viewer.analysis.facts import Facts
-
-    real = Facts._compute
-
-    def slow(self, graph, *args):
-        time.sleep(seconds)
-        return real(self, graph, *args)
-
-    monkeypatch.setattr(Facts, "_compute", slow)
 
 
 async def test_the_previous_document_is_closed_off_the_ui_thread_once_no_row_shows_it(tmp_path, monkeypatch):
