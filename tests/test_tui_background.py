@@ -3,8 +3,6 @@ while it runs, nothing that walks the whole model on the UI thread."""
 
 from __future__ import annotations
 
-import asyncio
-import functools
 import gc
 import threading
 from pathlib import Path
@@ -16,14 +14,6 @@ from conftest import hold_method, wait_for_workers  # noqa: E402 - the shared Pi
 ROOT = Path(__file__).resolve().parent.parent
 SHOWCASE = str(ROOT / "testdata" / "valid" / "showcase.onemodel")
 SIZE = (120, 40)
-
-
-def aio(fn):
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        return asyncio.run(fn(*args, **kwargs))
-
-    return wrapper
 
 
 def hold_job(monkeypatch) -> tuple[threading.Event, threading.Event]:
@@ -39,7 +29,6 @@ async def wait_for(event: threading.Event, pilot) -> None:
     raise AssertionError("the background job never got there")
 
 
-@aio
 async def test_background_worker_is_not_described_by_its_arguments(monkeypatch):
     """Regression: Textual describes a worker by the repr of its arguments unless given a description;
     the repr of the document walked its whole model on the UI thread (10^6 nodes: every node record
@@ -58,7 +47,6 @@ async def test_background_worker_is_not_described_by_its_arguments(monkeypatch):
         go.set()
 
 
-@aio
 async def test_insight_runs_in_the_background_job_not_a_thread_of_its_own(monkeypatch):
     """The insight (used-by, params, inferred types) is held until the background job runs it: before,
     its thread started with the first detail pane, before the first screen, and took the interpreter
@@ -82,7 +70,6 @@ async def test_insight_runs_in_the_background_job_not_a_thread_of_its_own(monkey
         go.set()
 
 
-@aio
 async def test_gc_stays_off_while_the_background_job_runs(monkeypatch):
     """run_viewer opens with the GC off: it stays off until the background job ends, then comes back on.
     Before, it came back on at the first screen and full collections over the job's millions of new
@@ -111,7 +98,6 @@ async def test_gc_stays_off_while_the_background_job_runs(monkeypatch):
             gc.enable()
 
 
-@aio
 async def test_gc_back_on_at_the_first_screen_when_there_is_no_job():
     """A file without a model (nothing for a background job): the GC comes back on at the first screen."""
     was = gc.isenabled()
@@ -218,7 +204,6 @@ def test_job_cancel_waits_in_the_jobs_thread_while_input_is_answered():
     assert got == [False, True]
 
 
-@aio
 async def test_a_key_press_holds_the_background_job(monkeypatch):
     """A key sets the running job's hold (the job waits at its next step while the key is answered)."""
     from onemodel_viewer.tui.background import JobCancel
@@ -278,7 +263,6 @@ def test_direct_readers_never_wait_for_a_big_graphs_facts(monkeypatch):
         assert ins.direct_uses(g, name)
 
 
-@aio
 async def test_duplicate_keys_are_found_by_the_background_job(monkeypatch, tmp_path):
     """The viewer's open leaves ``duplicate-key`` to the background job (a 10^6-node manifest: 0.24 s
     off the first screen); the finding then arrives in the document, the findings group and the info bar,
@@ -319,7 +303,6 @@ async def test_duplicate_keys_are_found_by_the_background_job(monkeypatch, tmp_p
         go.set()
 
 
-@aio
 async def test_the_footer_builds_its_keys_once_at_start(monkeypatch):
     """The viewer's start-up changed its bindings three times, the shown keys the same each time:
     Textual's footer mounted its 8 keys three times (~1/8 of the app's start-up CPU)."""

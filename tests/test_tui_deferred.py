@@ -4,8 +4,6 @@ the background job, and what they find reaches the info bar, the problems group 
 
 from __future__ import annotations
 
-import asyncio
-import functools
 import threading
 
 from onemodel_viewer.format import reader
@@ -20,14 +18,6 @@ from test_reader_lazy import _chain_model
 from test_reader_util import pack, write
 
 SIZE = (120, 40)
-
-
-def aio(fn):
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        return asyncio.run(fn(*args, **kwargs))
-
-    return wrapper
 
 
 def broken_chain(tmp_path, monkeypatch) -> str:
@@ -63,7 +53,6 @@ def group(app, key: str) -> str:
     return str(g.label)
 
 
-@aio
 async def test_problems_of_the_deferred_checks_reach_the_info_bar_the_group_and_the_cursor(tmp_path, monkeypatch):
     reached, go = hold_checks(monkeypatch)
     app = make_app(broken_chain(tmp_path, monkeypatch))
@@ -95,7 +84,6 @@ async def test_problems_of_the_deferred_checks_reach_the_info_bar_the_group_and_
         go.set()
 
 
-@aio
 async def test_a_cursor_moved_before_the_checks_end_stays_where_it_is(tmp_path, monkeypatch):
     reached, go = hold_checks(monkeypatch)
     app = make_app(broken_chain(tmp_path, monkeypatch))
@@ -114,7 +102,6 @@ async def test_a_cursor_moved_before_the_checks_end_stays_where_it_is(tmp_path, 
         go.set()
 
 
-@aio
 async def test_checks_that_fail_leave_no_valid_verdict(tmp_path, monkeypatch):
     """A finish that raises (a core bug, a file changed under the job): the bar never says ``valid``."""
     app = make_app(broken_chain(tmp_path, monkeypatch))

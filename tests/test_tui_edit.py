@@ -23,7 +23,7 @@ from onemodel_viewer.tui.hex_view import HexView
 from onemodel_viewer.tui.problems_screen import ProblemsScreen
 from onemodel_viewer.tui.prompt import Prompt
 from onemodel_viewer.tui.structure_tree import StructureTree
-from conftest import Viewer, settle_located, slow_facts  # noqa: E402 - the shared Pilot set-up
+from conftest import Viewer, identity_chain, settle_located, slow_facts  # noqa: E402 - the shared Pilot set-up
 
 ROOT = Path(__file__).resolve().parent.parent
 SHOWCASE = ROOT / "testdata" / "valid" / "showcase.onemodel"
@@ -331,19 +331,6 @@ async def test_selection_comes_back_after_the_facts_of_the_reread_graph(tmp_path
         assert tree.cursor_node.data.obj is app.document.model.graph.nodes[1100]
 
 
-def _chain_model(tmp_path, n: int) -> Path:
-    """A graph of ``n`` Identity nodes in a chain (a group of 1,000 nodes when ``n`` > 1,000)."""
-    from onemodel_viewer.format.schema import Graph, Model, Node, OperatorSet, Type, ValueInfo
-    from onemodel_viewer.format.writer import write
-
-    nodes = tuple(Node("Identity", f"n{i}", inputs=(f"v{i}",), outputs=(f"v{i + 1}",)) for i in range(n))
-    t = Type("tensor", elem=1, shape=(1,))
-    g = Graph("chain", inputs=(ValueInfo("v0", t),), outputs=(ValueInfo(f"v{n}", t),), nodes=nodes)
-    path = tmp_path / "chain.onemodel"
-    write(Model(ir_version=8, graph=g, opsets=(OperatorSet("", 17),)), path)
-    return path
-
-
 async def _until(pilot, done, seconds: float = 20.0) -> None:
     """Pause until ``done()`` (a state, never a count of pauses); fail after ``seconds``."""
     import time
@@ -364,7 +351,7 @@ async def test_reread_never_builds_the_documents_repr_or_group_labels_on_the_ui_
     from onemodel_viewer.format.schema import NodeList
     from onemodel_viewer.tui import entries
 
-    path = _chain_model(tmp_path, 2500)
+    path = identity_chain(tmp_path, 2500)
     on_ui = {"repr": 0, "labels": 0, "labels_off": 0}
     real_repr, real_label = NodeList.__repr__, entries.node_label
 
@@ -400,7 +387,7 @@ async def test_reread_never_builds_the_documents_repr_or_group_labels_on_the_ui_
 async def _far_node_edited(tmp_path, monkeypatch):
     """(app, pilot, where) on a 1,200-node chain with slow facts, once ``where`` (node 1100, selected) had an
     input renamed to an undefined one and the re-read's verdict is shown."""
-    path = _chain_model(tmp_path, 1200)
+    path = identity_chain(tmp_path, 1200)
     slow_facts(monkeypatch, 0.5)
     app = make_app(str(path))
     async with app.run_test(size=SIZE) as pilot:
@@ -563,7 +550,7 @@ async def test_background_job_steps_aside_for_the_frames_after_a_re_read(tmp_pat
         held.append(seconds)
         real(self, seconds)
 
-    app = make_app(str(_chain_model(tmp_path, 1200)))
+    app = make_app(str(identity_chain(tmp_path, 1200)))
     monkeypatch.setattr(type(app), "hold_background", hold)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)

@@ -6,25 +6,13 @@ import gc
 import time
 from pathlib import Path
 
-from conftest import Viewer, slow_facts
+from conftest import Viewer, identity_chain, slow_facts
 
 from onemodel_viewer.format import reader
-from onemodel_viewer.format.schema import Graph, Model, Node, OperatorSet, Type, ValueInfo
-from onemodel_viewer.format.writer import write
 from onemodel_viewer.tui.app import make_app
 
 SIZE = (120, 40)
 settle = Viewer.settle
-
-
-def chain_model(tmp_path: Path, n: int) -> Path:
-    """A graph of ``n`` Identity nodes in a chain (groups of 1,000 nodes when ``n`` > 1,000)."""
-    nodes = tuple(Node("Identity", f"n{i}", inputs=(f"v{i}",), outputs=(f"v{i + 1}",)) for i in range(n))
-    t = Type("tensor", elem=1, shape=(1,))
-    g = Graph("chain", inputs=(ValueInfo("v0", t),), outputs=(ValueInfo(f"v{n}", t),), nodes=nodes)
-    path = tmp_path / "chain.onemodel"
-    write(Model(ir_version=8, graph=g, opsets=(OperatorSet("", 17),)), path)
-    return path
 
 
 async def until(pilot, done, seconds: float = 20.0) -> None:
@@ -49,7 +37,7 @@ async def test_the_shown_documents_job_waits_while_the_edited_file_is_read_again
         return real_open(*args, **kwargs)
 
     monkeypatch.setattr(reader, "open_storage", reading)
-    app = make_app(str(chain_model(tmp_path, 50)))
+    app = make_app(str(identity_chain(tmp_path, 50)))
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         assert app.apply_edit('manifest.graph.nodes[10].inputs[0]="undefined-x"')
@@ -73,7 +61,7 @@ async def test_the_gc_stays_off_until_the_re_read_is_shown_when_the_job_ends_mea
         return real_open(*args, **kwargs)
 
     monkeypatch.setattr(reader, "open_storage", reading)
-    app = make_app(str(chain_model(tmp_path, 50)))
+    app = make_app(str(identity_chain(tmp_path, 50)))
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         app.background_gc_held = True  # as run_viewer leaves it: the GC off until the job ends
@@ -112,7 +100,7 @@ async def test_the_tree_after_an_edit_has_the_rows_of_a_fresh_build(tmp_path):
     every row on the re-read document's records."""
     from onemodel_viewer.tui.structure_tree import StructureTree
 
-    path = chain_model(tmp_path, 2500)
+    path = identity_chain(tmp_path, 2500)
     where = "manifest.graph.nodes[1500]"
     app = make_app(str(path))
     async with app.run_test(size=SIZE) as pilot:
@@ -152,7 +140,7 @@ async def test_the_previous_document_is_closed_off_the_ui_thread_once_no_row_sho
     from onemodel_viewer.tui.structure_tree import StructureTree
 
     slow_facts(monkeypatch, 0.3)
-    app = make_app(str(chain_model(tmp_path, 1200)))
+    app = make_app(str(identity_chain(tmp_path, 1200)))
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         app.reveal("manifest.graph.nodes[1100]")
@@ -180,7 +168,7 @@ async def test_opening_the_file_anew_before_the_rows_were_swapped_leaves_no_row_
     """Regression: ``r`` (open the file anew) pressed after an edit's verdict, before the other rows
     were swapped, left the tree's highlights unshown (the detail pane kept the first selection)."""
     slow_facts(monkeypatch, 0.5)
-    app = make_app(str(chain_model(tmp_path, 1200)))
+    app = make_app(str(identity_chain(tmp_path, 1200)))
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         assert app.apply_edit('manifest.graph.nodes[1100].inputs[0]="undefined-x"')
