@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import gc
 import time
-from pathlib import Path
 
 from conftest import Viewer, identity_chain, slow_facts
 
