@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from onemodel_viewer.analysis import layout
 from onemodel_viewer.format import manifest as M
+from onemodel_viewer.format.canonical import STEP_CHUNKS
 from onemodel_viewer.format.canonical import compact_json, writer_chunks
 from onemodel_viewer.format import reader, writer
 from onemodel_viewer.format.errors import FormatError, Kind
@@ -591,6 +592,27 @@ def test_a_late_difference_in_another_writers_file_is_found_exactly(tmp_path):
     f = layout.noncanonical(doc, parsed)
     assert (f.code, f.offset) == ("noncanonical-manifest", 64 + cut + 2)
     assert layout.noncanonical(doc) == f
+    doc.close()
+
+
+def test_the_record_by_record_comparison_asks_step_and_stops_when_told(tmp_path):
+    """Regression: the comparison ran ~200 ms on 10,000 nodes without asking the background job's cancel,
+    so the job went on through an edit's re-read (its hold waits only at a step) and slowed the UI's frames."""
+    canonical, _m = _canonical_file(tmp_path)
+    text = canonical.read_bytes()[64 : 64 + open_path(canonical).header.manifest_length]
+    cut = text.rindex(b'{"name":"n299"')
+    late = text[:cut] + b'{"doc":"",' + text[cut + 1 :]
+    doc = open_path(write(tmp_path, pack(late), "late.onemodel"), "diagnose")
+    have = doc.storage.read(*doc.manifest_span)
+    asked: list = []
+    assert M.writer_difference(have, doc.model, step=lambda: asked.append(1) and False) == cut + 2
+    records = len(doc.model.graph.nodes) + len(doc.model.graph.initializers) + len(doc.model.graph.inputs)
+    assert len(asked) >= records // STEP_CHUNKS >= 1
+    stopped: list = []
+    assert M.writer_difference(have, doc.model, step=lambda: stopped.append(1) is None) is None
+    assert stopped == [1]  # asked once, at the first record: stopped there
+    assert layout.noncanonical(doc, step=lambda: True) is None
+    assert layout.noncanonical(doc, step=lambda: False).offset == 64 + cut + 2
     doc.close()
 
 

@@ -46,6 +46,44 @@ async def test_the_shown_documents_job_waits_while_the_edited_file_is_read_again
         assert any(p.where.startswith("manifest.graph.nodes[10]") for p in app.document.problems)
 
 
+async def test_nothing_is_drawn_while_the_edited_file_is_read_again(tmp_path, monkeypatch):
+    """Regression: the re-read started at once, and the frame saying "re-checking…" and the toast saying
+    what the edit did were drawn while it ran: sharing the interpreter with it took each such frame
+    45-90 ms of wall time instead of ~15 (10,000 nodes), the UI's longest block. The re-read now starts
+    once that frame is drawn, with the UI thread favoured (a 1 ms switch interval), and the toast comes
+    with the verdict."""
+    import sys
+
+    from onemodel_viewer.tui.info_bar import InfoBar
+
+    seen = []
+    real_open = reader.open_storage
+
+    def reading(*args, **kwargs):
+        bar = pilot.app.query_one("#infobar", InfoBar)
+        seen.append(("re-read", sys.getswitchinterval(), "re-checking" in bar.fitted(120).plain))
+        return real_open(*args, **kwargs)
+
+    monkeypatch.setattr(reader, "open_storage", reading)
+    app = make_app(str(identity_chain(tmp_path, 50)))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        real_notify = app.notify
+        monkeypatch.setattr(app, "notify", lambda message, **kw: seen.append(("told", str(message))) or
+                            real_notify(message, **kw))
+        assert sys.getswitchinterval() == 0.005  # the first job has ended
+        assert app.apply_edit('manifest.graph.nodes[10].inputs[0]="undefined-x"')
+        assert seen == []  # not yet: after the frame
+        await until(pilot, lambda: not app.edit_pending)
+        assert seen[0] == ("re-read", 0.001, True)
+        assert seen[1][0] == "told" and seen[1][1].startswith("edit 1: manifest.graph.nodes[10].inputs[0]")
+        await until(pilot, lambda: not app.background_running)
+        assert sys.getswitchinterval() == 0.005  # the re-read document's job ended: the default again
+        app.action_undo_edit()
+        await until(pilot, lambda: not app.edit_pending)
+        assert seen[2] == ("re-read", 0.001, True) and seen[3][1].startswith("undone: ")
+
+
 async def test_the_gc_stays_off_until_the_re_read_is_shown_when_the_job_ends_meanwhile(tmp_path, monkeypatch):
     """Regression: the shown document's background job ending while an edit was read again turned the
     GC back on; collections over the re-read's new records then ran in its thread (a 24 ms one seen, holding the

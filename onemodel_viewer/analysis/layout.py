@@ -389,13 +389,13 @@ def file_findings(
     for code, n in counts.items():
         if n > MAX_FINDINGS_PER_CODE:
             out.append(Finding(code, "data", None, f"... and {n - MAX_FINDINGS_PER_CODE} more {code} findings"))
-    nc = noncanonical(doc, parsed) if canonical else None
+    nc = noncanonical(doc, parsed, step=cancel.is_set if cancel is not None else None) if canonical else None
     if nc is not None:
         out.append(nc)
     return out
 
 
-def noncanonical(doc: Document, parsed=None) -> Finding | None:
+def noncanonical(doc: Document, parsed=None, step=None) -> Finding | None:
     """``noncanonical-manifest`` when the section 4 writer would emit other manifest bytes.
 
     With ``parsed`` (the parsed manifest of this very open, duplicate keys detected), a cheap
@@ -405,7 +405,8 @@ def noncanonical(doc: Document, parsed=None) -> Finding | None:
     comparison (:func:`~onemodel_viewer.format.canonical.writer_difference`), which gives the
     finding's offset without encoding the whole model: a manifest with the writer's structure is
     compared with orjson's encoding of its parse, any other is encoded a record at a time up to
-    its first differing byte (another writer's key order: the first object).
+    its first differing byte (another writer's key order: the first object). ``step``: asked between
+    records of that comparison (True stops it: None).
     """
     if doc.model is None or doc.problems or doc.manifest_span is None or doc.storage is None:
         return None
@@ -423,7 +424,8 @@ def noncanonical(doc: Document, parsed=None) -> Finding | None:
     if structured and parsed.checked_duplicates and not parsed.duplicates and canonical_text(have):
         return None
     try:
-        i = writer_difference(have, doc.model, parsed.value if parsed is not None else None, structured=structured)
+        i = writer_difference(have, doc.model, parsed.value if parsed is not None else None, structured=structured,
+                              step=step)
     except (FormatError, RecursionError, ValueError, TypeError):
         return None
     if i is None:

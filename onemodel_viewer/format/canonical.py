@@ -38,7 +38,12 @@ def _orjson():
     return orjson
 
 
-def writer_difference(have: bytes, model, value: dict | None = None, *, structured: bool | None = None) -> int | None:
+STEP_CHUNKS = 256
+"""Records encoded between two ``step()`` of :func:`writer_difference` (~5 ms: 10,000 nodes take ~200 ms)."""
+
+
+def writer_difference(have: bytes, model, value: dict | None = None, *, structured: bool | None = None,
+                      step=None) -> int | None:
     """Index of the first byte where ``have`` differs from ``writer.encode_manifest(model)``
     (the shorter one's length when one is a prefix of the other), or None when they are equal.
 
@@ -49,7 +54,9 @@ def writer_difference(have: bytes, model, value: dict | None = None, *, structur
     record at a time (:func:`writer_chunks`) and compared as it comes, so that another writer's
     key order stops it at the first object. ``structured``: ``canonical_structure(value)`` when the
     caller has it already. Raises what the writer raises (``FormatError``; ``ValueError`` for a
-    lone surrogate).
+    lone surrogate). ``step()`` is asked every few hundred records (a background job's cancel: it
+    waits there while the UI draws); True stops the comparison, which then returns None (the caller,
+    having asked, knows the answer is no answer).
     """
     if value is not None and (canonical_structure(value) if structured is None else structured):
         try:
@@ -57,7 +64,9 @@ def writer_difference(have: bytes, model, value: dict | None = None, *, structur
         except _orjson().JSONEncodeError:  # deeper than orjson writes: record by record
             pass
     pos, n = 0, len(have)
-    for chunk in writer_chunks(model, value):
+    for i, chunk in enumerate(writer_chunks(model, value)):
+        if step is not None and i % STEP_CHUNKS == 0 and step():
+            return None
         if not have.startswith(chunk, pos):
             return pos + _first_difference(have[pos : pos + len(chunk)], chunk)
         pos += len(chunk)

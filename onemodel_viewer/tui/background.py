@@ -109,6 +109,8 @@ class BackgroundWork:
     while it is still there)."""
     unchecked_manifest: OpenRest | None = None
     """What the document's open left to the job (:func:`open_for_viewer`); the next job takes it."""
+    background_running = False
+    """True from the shown document's job's start to its end."""
     keep_gc_off = False
     """True while something else needs the GC off (an edit's re-read): the job's end then leaves it off."""
 
@@ -136,6 +138,7 @@ class BackgroundWork:
         self._background_cancel.set()  # the previous document's job, if it still runs
         self._background_cancel = cancel = JobCancel()
         self.background_gc_held = self.background_gc_held or hold_gc
+        self.background_running = True
         favour_ui_thread(True)
         # in a list the job empties: the worker keeps its arguments to its end, and the parse must go
         # before the node records are built (the raw nodes and the records together: ~1 GB more for 10^6)
@@ -248,7 +251,8 @@ class BackgroundWork:
     def _background_ended(self, cancel: threading.Event) -> None:
         """The job of ``cancel`` ended: the GC back on unless a newer job runs or :attr:`keep_gc_off`; no findings to come."""
         if cancel is self._background_cancel:
-            favour_ui_thread(False)
+            self.background_running = False
+            favour_ui_thread(self.keep_gc_off)  # an edit's re-read runs: it wants the UI favoured too
             if self.findings_pending and self.document is not None:
                 self.findings_pending = False
                 self.query_one("#infobar", InfoBar).show(self._info_parts())
