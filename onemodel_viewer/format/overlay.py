@@ -114,6 +114,12 @@ class EditSession:
     def image(self) -> Image:
         return self._images[-1]
 
+    @property
+    def keys_unique(self) -> bool:
+        """Whether the current image's manifest is known to repeat no key (kept through manifest edits:
+        :func:`~.reader.open_storage` then need not look for duplicates)."""
+        return self.image.facts.keys_unique is True
+
     def apply(self, edit: str | Edit) -> Edit:
         """Apply one edit (``--patch`` syntax, or parsed); raises :class:`EditError`. Clears the redo list."""
         e = parse_edit(edit) if isinstance(edit, str) else edit
@@ -160,7 +166,7 @@ class EditSession:
         """The edited file opened by the reader (diagnose mode: every problem, never raises for contents)."""
         from .reader import open_storage
 
-        return open_storage(self.path, self.storage(), mode=mode)
+        return open_storage(self.path, self.storage(), mode=mode, keys_unique=self.keys_unique)
 
     def save_as(self, dst: str) -> None:
         """Write the edited file to ``dst`` atomically; ``FormatError(Io)`` when ``dst`` is the input file."""

@@ -237,8 +237,6 @@ class EditActions:
         """One operation, in submission order; the last one submitted re-reads the edited file
         (diagnose mode) and hands the document to the UI thread (older ones skip the re-read)."""
         from ..format.edit_image import EditError
-        from ..format.reader import open_storage
-
         turns = self._edit_turns
         turns.wait(ticket)
         try:
@@ -259,7 +257,7 @@ class EditActions:
             doc = None
             if version != self._edit_shown:
                 try:
-                    doc = open_storage(session.path, session.storage(), mode="diagnose")
+                    doc = session.document()
                 except Exception as e:  # noqa: BLE001 - a reader bug: say so, keep the app up
                     self._tell(f"cannot read the edited file: {safe_str(str(e), 200)}", "error", 6)
             try:  # what was done is told with the verdict: a toast drawn meanwhile slowed the re-read's frames
