@@ -57,3 +57,60 @@ async def test_an_edit_before_the_checks_end_marks_only_its_own_problem(tmp_path
             assert "+1 -0" in group(app, "problems") and "+1 -0 problems" in info(app)
     finally:
         go.set()
+
+
+def title(screen, css: str) -> str:
+    from textual.widgets import Static
+
+    return str(screen.query_one(css, Static).render())
+
+
+async def test_the_problems_screen_opened_before_the_checks_end_says_so_and_gets_the_complete_list(tmp_path, monkeypatch):
+    """Regression: ``p`` pressed while the deferred checks ran listed the problems known so far as if they
+    were all ("0 problems", "the file is valid"), and kept that list once the checks had found more."""
+    from onemodel_viewer.tui.problems_screen import ProblemsScreen
+
+    reached, go = hold_checks(monkeypatch)
+    app = make_app(broken_chain(tmp_path, monkeypatch))
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await until(pilot, reached.is_set)
+            await pilot.press("p")
+            await until(pilot, lambda: isinstance(app.screen, ProblemsScreen))
+            screen = app.screen
+            head = title(screen, "#problems-title")
+            assert "0 problems" in head and "checking…" in head
+            assert screen.records == [] and "valid" not in str(screen.query_one("DataTable").get_row_at(0))
+            go.set()
+            await until(pilot, lambda: not app.checks_pending)
+            assert app.screen is screen
+            assert wheres(screen.records) == ["manifest.graph.nodes[33].inputs[0]"]
+            head = title(screen, "#problems-title")
+            assert "1 problem," in head and "checking" not in head
+            assert screen.query_one("DataTable").row_count == 1
+    finally:
+        go.set()
+
+
+async def test_the_layout_screen_opened_before_the_checks_end_says_so_and_is_computed_again(tmp_path, monkeypatch):
+    """Regression: ``l`` pressed while the deferred checks ran listed the extents without the tensors of
+    the nodes not checked yet (node 22's ``c``, sharing ``w``'s bytes) and did not say so, and kept them."""
+    from onemodel_viewer.tui.layout_screen import LayoutScreen
+
+    reached, go = hold_checks(monkeypatch)
+    app = make_app(broken_chain(tmp_path, monkeypatch))
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await until(pilot, reached.is_set)
+            await pilot.press("l")
+            await until(pilot, lambda: isinstance(app.screen, LayoutScreen) and app.screen.extents is not None)
+            screen = app.screen
+            assert "checking…" in title(screen, "#layout-title")
+            assert [(r.kind, r.name) for r in screen.extents][-1] == ("tensor", "w")
+            go.set()
+            await until(pilot, lambda: not app.checks_pending and screen.extents is not None)
+            assert app.screen is screen
+            assert [(r.kind, r.name) for r in screen.extents][-1] == ("overlap", "c, w")  # c shares w's bytes
+            assert "checking" not in title(screen, "#layout-title")
+    finally:
+        go.set()

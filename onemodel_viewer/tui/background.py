@@ -255,9 +255,23 @@ class BackgroundWork:
         self.query_one("#infobar", InfoBar).show(self._info_parts())
         if doc.problems and self.current is not None and self.current is self.first_selection:
             self._place_cursor(self.query_one(StructureTree).roots)  # not moved since: on the first problem
+        self._screens_checked(doc)
         if not done:
             self.notify("the checks of this model's nodes stopped: its problems may not all be listed",
                         severity="error", timeout=8, markup=False)
+
+    def _screens_checked(self, doc: Document) -> None:
+        """The problems and layout screens opened while the checks ran (they said "checking…"): the
+        problems listed again, the extents computed again."""
+        from .layout_screen import LayoutScreen
+        from .problems_screen import ProblemsScreen
+
+        note = self.verdict_note()
+        for screen in self.screen_stack:
+            if isinstance(screen, ProblemsScreen) and screen.note:
+                screen.show_records(list(doc.problems), list(doc.findings), note)
+            elif isinstance(screen, LayoutScreen) and screen.note and screen.document is doc:
+                screen.checks_ended(note)
 
     def _facts_known(self, doc: Document) -> None:
         if doc is self.document:
