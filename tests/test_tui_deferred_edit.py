@@ -6,9 +6,12 @@ from __future__ import annotations
 import threading
 
 from onemodel_viewer.format import reader
+from onemodel_viewer.tui import background
 from onemodel_viewer.tui.app import make_app
 
 from conftest import wait_for_workers  # noqa: E402 - the shared Pilot helpers
+from test_reader_lazy import _chain_model
+from test_reader_util import pack, write
 from test_tui_deferred import SIZE, broken_chain, group, hold_checks, info, until
 
 EDIT = 'manifest.graph.nodes[10].inputs[0]="undefined-x"'
@@ -114,3 +117,51 @@ async def test_the_layout_screen_opened_before_the_checks_end_says_so_and_is_com
             assert "checking" not in title(screen, "#layout-title")
     finally:
         go.set()
+
+
+def node_rows(app) -> list[tuple[str, str]]:
+    """(where, label) of the rows of the open main-graph nodes group, top to bottom."""
+    from onemodel_viewer.tui.structure_tree import StructureTree
+
+    tree = app.query_one(StructureTree)
+    row = tree.node_for(app.reveal("manifest.graph.nodes[5]")).parent
+    return [(c.data.where, c.label.plain) for c in row.children]
+
+
+async def test_a_nodes_group_opened_before_the_reading_rules_lists_what_a_checked_open_lists(tmp_path, monkeypatch):
+    """The tree lists a graph's nodes in stored order (as the file has them), never in the reading rules'
+    dependency order (``graph.order``, known only once the deferred checks have run): a group opened
+    before the rules ran, and the same group after, have the rows of a viewer whose open checked the
+    file whole, though this file's resolved order is not its stored order."""
+    monkeypatch.setattr(reader, "BULK_NODES", 32)
+    monkeypatch.setattr(background, "DEFER_BYTES", 0)
+    m = _chain_model()
+    nodes = m["graph"]["nodes"]
+    nodes[3], nodes[4] = nodes[4], nodes[3]  # n4 stored before n3, which makes what it reads
+    path = str(write(tmp_path, pack(m, b"\0" * 8), "swapped.onemodel"))
+    reached, go = hold_checks(monkeypatch)
+    app = make_app(path)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await until(pilot, reached.is_set)
+            assert app.document.model.graph.order is None
+            before = node_rows(app)
+            go.set()
+            await until(pilot, lambda: not app.checks_pending)
+            await wait_for_workers(app)
+            order = app.document.model.graph.order
+            assert order is not None and list(order) != sorted(order)
+            after = node_rows(app)
+            await pilot.pause()
+    finally:
+        go.set()
+    monkeypatch.setattr(background, "DEFER_BYTES", 1 << 30)  # checked whole before the first screen
+    checked = make_app(path)
+    async with checked.run_test(size=SIZE) as pilot:
+        await wait_for_workers(checked)
+        await pilot.pause()
+        whole = node_rows(checked)
+        await pilot.pause()  # the row's highlight answered before the app ends
+    assert [w for w, _ in before] == [w for w, _ in after] == [w for w, _ in whole]
+    assert [w for w, _ in whole] == [f"manifest.graph.nodes[{i}]" for i in range(40)]
+    assert after == whole
