@@ -4,8 +4,10 @@
 left out (:func:`open_for_viewer`): for a big manifest, the checks of its node lists and the reading
 rules (the verdict: the info bar says "checking…" instead of "valid" until then; what they find goes to
 the problems group and the info bar, the cursor to the first problem if it has not moved, and the
-tensors' byte ranges to the hex pane's map), then the ``duplicate-key`` findings; then the main
-graph's facts, the insight's used-by map, parameter counts and inferred types (:meth:`~.insight.Insight.run`), the
+tensors' byte ranges to the hex pane's map; the problems and layout screens opened meanwhile, which
+said "checking…", are filled again; an edit's comparison waits for the checks:
+:meth:`~BackgroundWork.wait_for_checks`), then the ``duplicate-key`` findings; then the main graph's
+facts, the insight's used-by map, parameter counts and inferred types (:meth:`~.insight.Insight.run`), the
 search index (:meth:`~.search.SearchActions._prepare_search`), then, for a OneModel file, the
 findings that need its bytes (:func:`~onemodel_viewer.analysis.layout.file_findings`), added to the
 tree's findings group and the info bar when they arrive (which says "checking for findings…" until
