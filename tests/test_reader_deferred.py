@@ -22,8 +22,24 @@ def _whole(doc):
     return list(doc.problems), list(doc.findings), dump(doc.model) if doc.model is not None else None
 
 
-def both(path, bulk, monkeypatch):
-    """(the diagnose open, the deferred open once finished), each as (problems, findings, records)."""
+def build_before_finish(model) -> None:
+    """Build some records of every node list reachable before ``finish`` (as a first screen does):
+    every other node, and the last, of the main graph, the function bodies and the subgraphs of the
+    records built."""
+    from onemodel_viewer.format.schema import Graph
+
+    graphs = [model.graph] + [f for f in model.functions]
+    while graphs:
+        g = graphs.pop()
+        n = len(g.nodes)
+        for i in sorted({*range(0, n, 2), n - 1} - {-1}):
+            for a in g.nodes[i].attributes:
+                graphs.extend(x for x in (a.value if isinstance(a.value, tuple) else (a.value,)) if isinstance(x, Graph))
+
+
+def both(path, bulk, monkeypatch, early: bool = False):
+    """(the diagnose open, the deferred open once finished), each as (problems, findings, records);
+    ``early``: some records built before ``finish`` (:func:`build_before_finish`)."""
     monkeypatch.setattr(reader, "BULK_NODES", bulk)
     doc, _ = reader.open_with_manifest(path, "diagnose", duplicates=False)
     try:
@@ -32,6 +48,8 @@ def both(path, bulk, monkeypatch):
         doc.close()
     doc, _, finish = reader.open_deferred(path)
     try:
+        if early and doc.model is not None:
+            build_before_finish(doc.model)
         if finish is not None:
             assert finish() is True
         return plain, _whole(doc)
@@ -39,19 +57,24 @@ def both(path, bulk, monkeypatch):
         doc.close()
 
 
+@pytest.mark.parametrize("early", [False, True], ids=["", "built-before"])
 @pytest.mark.parametrize("bulk", [1, reader.BULK_NODES])
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.rsplit("/", 1)[-1])
-def test_a_finished_deferred_open_is_the_diagnose_open_on_every_bundled_file(path, bulk, monkeypatch):
-    plain, deferred = both(path, bulk, monkeypatch)
+def test_a_finished_deferred_open_is_the_diagnose_open_on_every_bundled_file(path, bulk, early, monkeypatch):
+    """Regression (``early``): a node record the first screen built before ``finish`` reported its problem
+    without a file offset (the manifest was no longer mapped) and after the problems of later records."""
+    plain, deferred = both(path, bulk, monkeypatch, early)
     assert deferred == plain
 
 
+@pytest.mark.parametrize("early", [False, True], ids=["", "built-before"])
 @pytest.mark.parametrize("name", sorted(MUTATIONS))
-def test_a_finished_deferred_open_is_the_diagnose_open_on_single_defects(name, tmp_path, monkeypatch):
+def test_a_finished_deferred_open_is_the_diagnose_open_on_single_defects(name, early, tmp_path, monkeypatch):
+    """Regression (``early``): see the bundled files' test; here a node with a defect is among those built."""
     m = _chain_model()
     MUTATIONS[name](m)
     path = write(tmp_path, pack(m, b"\0" * 8))
-    plain, deferred = both(path, 32, monkeypatch)
+    plain, deferred = both(path, 32, monkeypatch, early)
     assert deferred == plain
 
 
@@ -100,16 +123,23 @@ def test_finish_stops_when_its_step_says_so(tmp_path, monkeypatch):
 
 
 def test_a_record_built_before_finish_is_checked_once(tmp_path, monkeypatch):
-    """A node the screen shows before ``finish`` (built on its own) has its problem once, not twice."""
+    """A node the screen shows before ``finish`` (built on its own) has its problem once, not twice, and
+    (regression) in its place with its file offset, as a diagnose open has it: it had none (the manifest
+    was no longer mapped when the record was built) and came after the function's problem."""
     monkeypatch.setattr(reader, "BULK_NODES", 32)
     path = _two_defects(tmp_path)
+    plain, _ = reader.open_with_manifest(path, "diagnose", duplicates=False)
     doc, _, finish = reader.open_deferred(path)
     try:
-        assert doc.model.graph.nodes[5].op == ""
+        record = doc.model.graph.nodes[5]
+        assert record.op == ""
         assert finish() is True
         assert [p.where for p in doc.problems].count("manifest.graph.nodes[5].op") == 1
+        assert doc.problems == plain.problems and doc.problems[0].offset is not None
+        assert doc.model.graph.nodes[5] is record  # the record shown stays
     finally:
         doc.close()
+        plain.close()
 
 
 def test_nothing_waits_for_an_unparsable_manifest(tmp_path):

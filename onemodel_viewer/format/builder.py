@@ -138,6 +138,21 @@ def _node_lists(raw: list) -> tuple[list, list, list]:
     return [o["inputs"] for o in raw], [o["outputs"] for o in raw], [o["domain"] for o in raw]
 
 
+class _Deferred:
+    """A bulk node list whose check waits for :meth:`Builder.check_deferred`."""
+
+    __slots__ = ("raw", "where", "level", "at_p", "at_f", "nodes", "fresh", "checked")
+
+    def __init__(self, raw: list, where: str, level: int, at_p: int, at_f: int) -> None:
+        self.raw, self.where, self.level = raw, where, level
+        self.at_p, self.at_f = at_p, at_f
+        """How many problems and findings were reported before the list (its own go there)."""
+        self.nodes: NodeList | None = None
+        self.fresh: dict[int, Node] = {}
+        """Records the check built, for the list to take (a record built before the check stays)."""
+        self.checked = False
+
+
 class Builder(TensorBuilder):
     """Builds a :class:`~.schema.Model` from the parsed manifest; ``missing_arrays``: graph arrays read as empty."""
 
@@ -147,7 +162,7 @@ class Builder(TensorBuilder):
     ) -> None:
         super().__init__(report, data_offset, data_length, storage)
         self.bulk_nodes = bulk_nodes
-        self.deferred: list[tuple[NodeList, list, int, int]] | None = [] if defer else None
+        self.deferred: list[_Deferred] | None = [] if defer else None
         """Bulk node lists not checked yet, each with the counts of problems and findings reported before
         it (where its own go); None: every list is checked when built."""
 
@@ -366,10 +381,10 @@ class Builder(TensorBuilder):
         """
         n = len(raw)
         if n >= self.bulk_nodes and self.deferred is not None:
-            node = self.node
-            nodes = NodeList(n, lambda i: node(raw[i], f"{w}[{i}]", level), {}, w)
-            self.deferred.append((nodes, raw, len(self.report.problems), len(self.report.findings)))
-            return nodes
+            wait = _Deferred(raw, w, level, len(self.report.problems), len(self.report.findings))
+            wait.nodes = NodeList(n, self._deferred_maker(wait), {}, w)
+            self.deferred.append(wait)
+            return wait.nodes
         if n >= self.bulk_nodes:
             plain = plain_nodes(raw)
             if plain is not None:
@@ -379,36 +394,68 @@ class Builder(TensorBuilder):
                 return NodeList(n, lambda i: node(raw[i], f"{w}[{i}]", level), eager, w, columns)
         return tuple([self.node(x, f"{w}[{i}]", level) for i, x in enumerate(raw)])
 
+    def _deferred_maker(self, wait: _Deferred):
+        """The record maker of a deferred list: before its check, a record (one the screen shows) is built
+        by a builder whose reports are dropped (the check reports them again, in place, the manifest
+        mapped: the same problems, order and offsets as an open that checks the list); after it, as usual."""
+        node = self.node
+        early = None
+        raw, w, level, fresh = wait.raw, wait.where, wait.level, wait.fresh
+
+        def make(i: int) -> Node:
+            nonlocal early
+            made = fresh.pop(i, None)  # the check's record: it reported its problems
+            if made is not None:
+                return made
+            if wait.checked:
+                return node(raw[i], f"{w}[{i}]", level)
+            if early is None:
+                early = self._quiet()
+            return early.node(raw[i], f"{w}[{i}]", level)
+
+        return make
+
+    def _quiet(self) -> Builder:
+        """A builder like this one whose reports go nowhere and whose node lists are checked when built."""
+        return Builder(Reporter(False, 0), self.data_offset, self.data_length, self.storage, self.bulk_nodes)
+
     def check_deferred(self, step=None) -> bool:
         """Check the node lists :meth:`nodes` deferred, as it checks them when not deferring: the records
         of nodes with more than numbers built now (every record when some node is not stored as writers
-        store it); their problems and findings go where the open would have put them. From then on the
-        builder checks each list when it builds it. ``step()`` is asked before each list; False: it said stop.
+        store it); their problems and findings go where the open would have put them. A record built
+        before (one the screen showed) stays, and its problems are reported here, from a second build of
+        its node. From then on the builder checks each list when it builds it. ``step()`` is asked before
+        each list; False: it said stop.
         """
         deferred, self.deferred = self.deferred or [], None
         report = self.report
         problems, findings = report.problems, report.findings
         shift_p = shift_f = 0
-        for nodes, raw, at_p, at_f in deferred:
+        node = self.node
+        for wait in deferred:
             if step is not None and step():
                 return False
+            raw, nodes, fresh, w, level = wait.raw, wait.nodes, wait.fresh, wait.where, wait.level
             report.problems, report.findings = [], []  # this list's own, put in place below in one step
             try:
                 try:
                     plain = plain_nodes(raw, step)
                 except Stopped:
                     return False
+                if plain is not None:
+                    eager_at, nodes.columns = plain
+                for i in range(len(raw)) if plain is None else eager_at:
+                    fresh[i] = node(raw[i], f"{w}[{i}]", level)  # its problems reported now, in order
+                    nodes.node_at(i)  # the list takes it, or keeps the record built before
+                    fresh.pop(i, None)
                 if plain is None:
                     tuple(nodes)  # every record built (and checked), as the open builds such a list
-                else:
-                    eager_at, nodes.columns = plain
-                    for i in eager_at:
-                        nodes.node_at(i)
+                wait.checked = True
             finally:
                 new_p, new_f = report.problems, report.findings
                 report.problems, report.findings = problems, findings
-                problems[at_p + shift_p:at_p + shift_p] = new_p
-                findings[at_f + shift_f:at_f + shift_f] = new_f
+                problems[wait.at_p + shift_p:wait.at_p + shift_p] = new_p
+                findings[wait.at_f + shift_f:wait.at_f + shift_f] = new_f
                 shift_p += len(new_p)
                 shift_f += len(new_f)
         return True

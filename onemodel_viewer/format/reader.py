@@ -190,8 +190,8 @@ def open_deferred(path) -> tuple[Document, _manifest.Parsed | None, Callable[...
     ``doc.problems`` and ``doc.findings`` hold only what the parse and the other records found, and
     :func:`~.schema.nodes_with_contents` of such a list sees only the records built so far (10^6 nodes:
     ~1 s of a ~2.3 s open, CPU). ``finish`` adds the rest to ``doc.problems`` and ``doc.findings``
-    where the open would have put them (call it once, from any one thread; ``step()`` is asked between
-    its parts: True stops it, and it returns False). ``finish`` is None when nothing waits (an ONNX
+    where the open would have put them, those of a node record built before it too (call it once, from
+    any one thread; ``step()`` is asked between its parts: True stops it, and it returns False). ``finish`` is None when nothing waits (an ONNX
     or ``.ort`` file, a manifest that does not parse).
     """
     keep: list = []

@@ -4,8 +4,10 @@
 left out (:func:`open_for_viewer`): for a big manifest, the checks of its node lists and the reading
 rules (the verdict: the info bar says "checking…" instead of "valid" until then; what they find goes to
 the problems group and the info bar, the cursor to the first problem if it has not moved, and the
-tensors' byte ranges to the hex pane's map), then the ``duplicate-key`` findings; then the main
-graph's facts, the insight's used-by map, parameter counts and inferred types (:meth:`~.insight.Insight.run`), the
+tensors' byte ranges to the hex pane's map; the problems and layout screens opened meanwhile, which
+said "checking…", are filled again; an edit's comparison waits for the checks:
+:meth:`~BackgroundWork.wait_for_checks`), then the ``duplicate-key`` findings; then the main graph's
+facts, the insight's used-by map, parameter counts and inferred types (:meth:`~.insight.Insight.run`), the
 search index (:meth:`~.search.SearchActions._prepare_search`), then, for a OneModel file, the
 findings that need its bytes (:func:`~onemodel_viewer.analysis.layout.file_findings`), added to the
 tree's findings group and the info bar when they arrive (which says "checking for findings…" until
@@ -113,12 +115,33 @@ class BackgroundWork:
     """True from the shown document's job's start to its end."""
     keep_gc_off = False
     """True while something else needs the GC off (an edit's re-read): the job's end then leaves it off."""
+    _checks_wait: tuple = (None, None)
+    """(the document shown, a ``threading.Event`` set once its deferred checks have ended), for
+    :meth:`wait_for_checks`; one tuple, replaced whole (read from worker threads)."""
 
     def expect_background(self, doc: Document) -> None:
         """A new document is shown: what its job will find is pending (the info bar says so)."""
         self.findings_pending = doc.source == "onemodel" and doc.model is not None
         rest = self.unchecked_manifest
         self.checks_pending, self.checks_failed = rest is not None and rest.finish is not None, False
+        settled = threading.Event()
+        if not self.checks_pending:
+            settled.set()
+        self._checks_wait = (doc, settled)
+
+    def wait_for_checks(self, doc: Document, stop: Callable[[], bool]) -> bool:
+        """From a worker thread: wait until ``doc``'s deferred checks have ended, letting the background
+        job go on meanwhile (an edit's re-read holds it); at once when ``doc`` is not the document shown
+        or had none waiting. ``stop()`` (asked every few ms) True gives up. True: ``doc.problems`` is
+        complete (as far as the checks could go), False: given up."""
+        while True:
+            shown, settled = self._checks_wait
+            if shown is not doc or settled.is_set():
+                return True
+            if stop():
+                return False
+            self.release_background()  # (a key pressed meanwhile holds it again, briefly)
+            settled.wait(0.02)
 
     def verdict_note(self) -> str:
         """Why the problems listed may not be all of them (the info bar's ``unchecked``), or ''."""
@@ -143,8 +166,11 @@ class BackgroundWork:
         # in a list the job empties: the worker keeps its arguments to its end, and the parse must go
         # before the node records are built (the raw nodes and the records together: ~1 GB more for 10^6)
         rest, self.unchecked_manifest = self.unchecked_manifest, None
+        shown, settled = self._checks_wait
+        if shown is not doc or rest is None or rest.finish is None:
+            settled = None
         self._background(doc, self.facts, cancel, [rest.finish if rest is not None else None,
-                                                   rest.parsed if rest is not None else None])
+                                                   rest.parsed if rest is not None else None], settled)
         del rest
         return True
 
@@ -152,19 +178,23 @@ class BackgroundWork:
     # walks its whole model (10^6 nodes: every node record built on the UI thread, ~9 s)
     @work(thread=True, exclusive=True, group="background", exit_on_error=False,
           description="background job: facts, insight, search index, findings")
-    def _background(self, doc: Document, facts: Facts, cancel: threading.Event, unchecked: list) -> None:
+    def _background(self, doc: Document, facts: Facts, cancel: threading.Event, unchecked: list,
+                    settled: threading.Event | None = None) -> None:
         """One thread, one task after the other: each busy thread takes the interpreter from the UI
         thread every few milliseconds (measured on a 10^6-node model: three at once made a key press
         take ~2 s, one ~60 ms). ``cancel`` (set on quit and reload) stops it between and inside tasks.
         ``unchecked``: ``[the open's node checks (:attr:`OpenRest.finish`) or None, its parse (duplicate
-        keys still to be found) or None]``, emptied by the first tasks."""
+        keys still to be found) or None]``, emptied by the first tasks; ``settled``: set once those checks
+        have ended (run, failed or given up: :meth:`wait_for_checks`)."""
         # ``doc`` and ``facts`` are this document's: a reload replaces self.document/self.facts while
         # this thread runs on (it cannot be stopped), and its results must not land in the new ones
         try:
             finish = unchecked.pop(0)
             if finish is not None and doc is self.document and not cancel.is_set():
-                self._finish_checks(doc, finish, cancel)
+                self._finish_checks(doc, finish, cancel, settled)
             del finish
+            if settled is not None:
+                settled.set()
             parsed = unchecked.pop()
             if parsed is not None and doc is self.document and not cancel.is_set():
                 self._duplicate_findings(doc, parsed, cancel)
@@ -182,17 +212,22 @@ class BackgroundWork:
             if doc.source == "onemodel" and doc is self.document and not cancel.is_set():
                 self._file_findings(doc, cancel)
         finally:
+            if settled is not None:
+                settled.set()
             try:
                 self.call_from_thread(self._background_ended, cancel)
             except Exception:  # app shutting down
                 pass
 
-    def _finish_checks(self, doc: Document, finish: Callable[..., bool], cancel: threading.Event) -> None:
-        """The node checks and reading rules the open left (a piece at a time), then the UI told."""
+    def _finish_checks(self, doc: Document, finish: Callable[..., bool], cancel: threading.Event,
+                       settled: threading.Event | None = None) -> None:
+        """The node checks and reading rules the open left (a piece at a time), then ``settled`` set and the UI told."""
         try:
             done = finish(cancel.is_set)
         except Exception:  # a changed file or a core bug: the app stays up, the verdict unknown
             done = False
+        if settled is not None:
+            settled.set()  # doc.problems complete: an edit's comparison waits for it (not for the UI)
         if cancel.is_set():  # (each is_set a step: it waits while a key is answered)
             return
         # what the checked nodes add: their subgraphs' nodes, the tensors of their attributes; and the
@@ -222,9 +257,23 @@ class BackgroundWork:
         self.query_one("#infobar", InfoBar).show(self._info_parts())
         if doc.problems and self.current is not None and self.current is self.first_selection:
             self._place_cursor(self.query_one(StructureTree).roots)  # not moved since: on the first problem
+        self._screens_checked(doc)
         if not done:
             self.notify("the checks of this model's nodes stopped: its problems may not all be listed",
                         severity="error", timeout=8, markup=False)
+
+    def _screens_checked(self, doc: Document) -> None:
+        """The problems and layout screens opened while the checks ran (they said "checking…"): the
+        problems listed again, the extents computed again."""
+        from .layout_screen import LayoutScreen
+        from .problems_screen import ProblemsScreen
+
+        note = self.verdict_note()
+        for screen in self.screen_stack:
+            if isinstance(screen, ProblemsScreen) and screen.note:
+                screen.show_records(list(doc.problems), list(doc.findings), note)
+            elif isinstance(screen, LayoutScreen) and screen.note and screen.document is doc:
+                screen.checks_ended(note)
 
     def _facts_known(self, doc: Document) -> None:
         if doc is self.document:

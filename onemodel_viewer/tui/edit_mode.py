@@ -260,6 +260,10 @@ class EditActions:
                     doc = session.document()
                 except Exception as e:  # noqa: BLE001 - a reader bug: say so, keep the app up
                     self._tell(f"cannot read the edited file: {safe_str(str(e), 200)}", "error", 6)
+            if doc is not None:  # the marks compare with the whole verdict of the document shown: its
+                # deferred checks (a big manifest's first open) end first, the background job let go on
+                worker = get_current_worker()
+                self.wait_for_checks(self.document, lambda: generation != self._edit_generation or worker.is_cancelled)
             try:  # what was done is told with the verdict: a toast drawn meanwhile slowed the re-read's frames
                 self.call_from_thread(self._show_edited, doc, generation, version, told)
             except Exception:  # app shutting down

@@ -13,6 +13,11 @@ from :func:`onemodel_viewer.analysis.external_layout.external_layout` (tensors, 
 padding, tail; sharing computed per file). Choosing one of those rows returns ``(start, length,
 tensor)`` with a tensor stored in that file, so the viewer shows that file in the hex pane.
 
+While the viewer's deferred checks run (a big manifest's first open: tui/background.py), the tensors
+in the attributes of nodes not checked yet are not known: the title says so (the app's
+``verdict_note()``, "checking…"), and the app has the extents computed again when the checks end
+(:meth:`LayoutScreen.checks_ended`).
+
 An ``.ort`` file lists its tensor payloads (offset, size, mod 64 / 4096, alignment, whether aligned to
 the element size) and the bytes no flatbuffer object owns (:func:`from_ort`).
 """
@@ -167,8 +172,22 @@ class LayoutScreen(ModalScreen[Any]):
         self.document = document
         self.extents: list[Row] | None = None
         self._cancel = threading.Event()
+        self.note = ""
+        """Why some extents may be missing (the app's ``verdict_note()``: "checking…"), or ''."""
+
+    def checks_ended(self, note: str = "") -> None:
+        """The app's deferred checks have ended (``note``: see :attr:`note`): the extents computed again."""
+        self._cancel.set()
+        self._cancel = threading.Event()
+        self.note = note
+        self.extents = None
+        self.query_one(DataTable).clear()
+        self.query_one("#layout-title", Static).update(Text(" layout: computing…", style="bold"))
+        self._compute()
 
     def compose(self) -> ComposeResult:
+        note = getattr(self.app, "verdict_note", None)  # the viewer's (not the diff viewer's)
+        self.note = note() if callable(note) else ""
         yield Static(Text(" layout: computing…", style="bold"), id="layout-title")
         yield DataTable(cursor_type="row", zebra_stripes=True, id="layout-table")
         yield Footer()
@@ -181,27 +200,30 @@ class LayoutScreen(ModalScreen[Any]):
 
     @work(thread=True, exclusive=True, group="layout", exit_on_error=False)
     def _compute(self) -> None:
+        cancel = self._cancel
         try:
             doc = self.document
             if doc is not None and doc.source == "onemodel":
-                ext = from_analysis(doc, cancel=self._cancel)
+                ext = from_analysis(doc, cancel=cancel)
             elif doc is not None and doc.source == "ort":
-                ext = from_ort(doc, cancel=self._cancel)
+                ext = from_ort(doc, cancel=cancel)
             else:
                 ext = from_bytemap(self.bytemap)
                 if doc is not None and doc.source == "onnx" and doc.external_files:
-                    ext += from_external(doc, cancel=self._cancel)
+                    ext += from_external(doc, cancel=cancel)
             err = None
         except FormatError as e:
             ext, err = [], f"{e.kind}: {e.message}"
         except Exception as e:  # never take the viewer down
             ext, err = [], f"{type(e).__name__}: {e}"
         try:
-            self.app.call_from_thread(self._show, ext, err)
+            self.app.call_from_thread(self._show, ext, err, cancel)
         except Exception:
             pass
 
-    def _show(self, ext: list[Row], err: str | None) -> None:
+    def _show(self, ext: list[Row], err: str | None, cancel: threading.Event | None = None) -> None:
+        if cancel is not None and cancel is not self._cancel:  # computed again since (the checks ended)
+            return
         self.extents = ext
         table = self.query_one(DataTable)
         counts: dict[str, int] = {}
@@ -219,6 +241,8 @@ class LayoutScreen(ModalScreen[Any]):
             title.append(f" (first {MAX_ROWS:,} rows)", style="dim")
         if err:
             title.append("  " + err, style="red")
+        if self.note:  # the tensors of nodes not checked yet are not known
+            title.append(f"  so far ({self.note}: tensors in node attributes may be missing)", style="bold yellow")
         title.append("   enter: go to · escape: close", style="dim")
         self.query_one("#layout-title", Static).update(title)
 

@@ -2,6 +2,10 @@
 
 Choosing a row closes the screen and returns the record; the app then moves the
 hex pane to its offset and the tree to the record its ``where`` names.
+
+While the viewer's deferred checks run (a big manifest's first open: tui/background.py), the app's
+``verdict_note()`` says so ("checking…") and the title shows it: the list is what is known so far;
+the app gives the complete list when the checks end (:meth:`ProblemsScreen.show_records`).
 """
 
 from __future__ import annotations
@@ -40,21 +44,44 @@ class ProblemsScreen(ModalScreen[Any]):
         self._n_problems = len(problems) + len(self.gone)
         self.files = files
         """The file of each record (``A`` / ``B`` in the diff viewer), shown in a first column; None: one file."""
+        self.note = ""
+        """Why the list may not be every problem (the app's ``verdict_note()``: "checking…"), or ''."""
 
-    def compose(self) -> ComposeResult:
+    def show_records(self, problems: list, findings: list, note: str = "") -> None:
+        """The list again, with ``problems`` and ``findings`` (the app's deferred checks have ended; the
+        edit marks kept); ``note``: see :attr:`note`."""
+        self.records = [*problems, *self.gone, *findings]
+        self._n_problems = len(problems) + len(self.gone)
+        self.note = note
+        self.query_one("#problems-title", Static).update(self._title())
+        table = self.query_one(DataTable)
+        table.clear(columns=True)
+        self._fill(table)
+
+    def _title(self) -> Text:
         n_find = len(self.records) - self._n_problems
         n = self._n_problems - len(self.gone)
         title = Text(f" {n} problem{'s' if n != 1 else ''}, "
                      f"{n_find} finding{'s' if n_find != 1 else ''}", style="bold")
+        if self.note:  # not all known yet
+            title.append(f" so far ({self.note})", style="bold yellow")
         if self.gone or self.appeared:
             title.append(f"   last edit: +{len(self.appeared)} appeared, -{len(self.gone)} gone", style="bold magenta")
         title.append("   enter: go to · escape: close", style="dim")
-        yield Static(title, id="problems-title")
+        return title
+
+    def compose(self) -> ComposeResult:
+        note = getattr(self.app, "verdict_note", None)  # the viewer's (not the diff viewer's)
+        self.note = note() if self.files is None and callable(note) else ""
+        yield Static(self._title(), id="problems-title")
         yield DataTable(cursor_type="row", zebra_stripes=True, id="problems-table")
         yield Footer()
 
     def on_mount(self) -> None:
-        table = self.query_one(DataTable)
+        self._fill(self.query_one(DataTable))
+        self.query_one(DataTable).focus()
+
+    def _fill(self, table: DataTable) -> None:
         rows = []
         for i, r in enumerate(self.records):
             is_problem = i < self._n_problems
@@ -84,9 +111,12 @@ class ProblemsScreen(ModalScreen[Any]):
             table.add_row(*side, *row, key=str(i), height=None)
         if not self.records:
             side = (Text(""),) if self.files is not None else ()
-            table.add_row(*side, Text("none", style="green"), Text("the file" + ("s are" if side else " is") + " valid"),
-                          Text(""), Text(""))
-        table.focus()
+            if self.note:
+                table.add_row(*side, Text("none", style="yellow"), Text(f"none found so far ({self.note})"),
+                              Text(""), Text(""))
+            else:
+                table.add_row(*side, Text("none", style="green"),
+                              Text("the file" + ("s are" if side else " is") + " valid"), Text(""), Text(""))
 
     def action_choose(self) -> None:
         table = self.query_one(DataTable)
