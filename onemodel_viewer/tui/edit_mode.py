@@ -237,6 +237,7 @@ class EditActions:
         """One operation, in submission order; the last one submitted re-reads the edited file
         (diagnose mode) and hands the document to the UI thread (older ones skip the re-read)."""
         from ..format.edit_image import EditError
+
         turns = self._edit_turns
         turns.wait(ticket)
         try:
