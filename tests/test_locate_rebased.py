@@ -10,10 +10,16 @@ from pathlib import Path
 
 import pytest
 
+import onemodel_viewer.format as omf
 from onemodel_viewer.format.manifest_locate import Locator, locate
+from onemodel_viewer.format.overlay import EditSession
+from onemodel_viewer.format.reader import duplicate_key_findings
+from onemodel_viewer.tui.background import open_for_viewer
+from onemodel_viewer.tui.locate import ManifestSpans
 
 ROOT = Path(__file__).resolve().parent.parent
 VALID = ROOT / "testdata" / "valid"
+HOSTILE = ROOT / "testdata" / "hostile"
 FLAGS = [dict(), dict(unique_keys=True), dict(background=True), dict(unique_keys=True, background=True)]
 
 
@@ -85,3 +91,78 @@ def test_a_rebased_locator_of_other_bytes_and_of_the_same():
     assert [moved.nearest(w) for w in ow] == [Locator(other).nearest(w) for w in ow]
     not_utf8 = b'{"graph": \xff'
     assert moved.rebased(not_utf8).nearest("manifest.graph") == Locator(not_utf8).nearest("manifest.graph")
+
+
+def test_after_an_edit_the_span_is_the_nodes_bytes_in_the_edited_file(tmp_path):
+    """The viewer's look-ups: the edited node, the one after it (its bytes shifted by the edit) and the one
+    before are found exactly where they are in the edited file, looked up before and after the edit."""
+    session = EditSession(VALID / "showcase.onemodel")
+    spans = ManifestSpans()
+    doc = omf.open(session.path, mode="diagnose")
+    nodes = [n.where for n in doc.model.graph.nodes]
+    k = len(nodes) // 2
+    docs = [doc]
+    try:
+        for where in nodes:
+            assert spans.span(doc, where, lambda: True, lambda: False) is not None
+        session.apply(f'{nodes[k]}.inputs[0]="a much longer name than the one before"')
+        out = tmp_path / "edited.onemodel"
+        session.save_as(out)
+        edited = out.read_bytes()
+        doc = session.document()
+        docs.append(doc)
+        for where in (nodes[k], nodes[k + 1], nodes[k - 1], nodes[-1]):
+            offset, length = spans.span(doc, where, lambda: True, lambda: False)
+            s, e = locate(manifest_of(edited), where)
+            assert (offset, length) == (64 + s, e - s)
+        offset, length = spans.span(doc, nodes[k], lambda: True, lambda: False)
+        node = json.loads(edited[offset:offset + length])
+        assert node["inputs"][0] == "a much longer name than the one before"
+    finally:
+        spans.close()
+        for d in docs:
+            d.close()
+        session.close()
+
+
+def test_value_span_of_a_newer_version_than_the_document_shown():
+    """The editor opened while an edit is re-read: its bytes (the edits' latest) are not the shown
+    document's; the value is found in them, exactly."""
+    session = EditSession(VALID / "showcase.onemodel")
+    spans = ManifestSpans()
+    doc = omf.open(session.path, mode="diagnose")
+    try:
+        where = doc.model.graph.nodes[1].where
+        assert spans.span(doc, where, lambda: True, lambda: False) is not None
+        session.apply(f'{doc.model.graph.nodes[0].where}.name="renamed, longer than it was"')
+        newer = bytes(session.image.manifest)
+        for w in (where, f"{where}.inputs[0]", "manifest.graph", "manifest.graph.nodes[999]"):
+            assert spans.value_span(doc, newer, w, False, lambda: False) == locate(newer, w)
+        shown = manifest_of(Path(session.path).read_bytes())
+        assert spans.value_span(doc, shown, where, False, lambda: False) == locate(shown, where)
+        assert spans.value_span(None, newer, where, False, lambda: False) == locate(newer, where)
+    finally:
+        spans.close()
+        doc.close()
+        session.close()
+
+
+def test_a_repeated_key_found_after_the_first_look_up_counts():
+    """Regression: whether a look-up may stop at the first match of a key was decided at a document's
+    first look-up and kept: the viewer's first open leaves duplicate keys to its background job, so a
+    look-up before the job found them made every later one stop at the first of a repeated key."""
+    path = str(HOSTILE / "valid-duplicate-keys.onemodel")
+    doc, rest = open_for_viewer(path)
+    spans = ManifestSpans()
+    try:
+        assert not any(f.code == "duplicate-key" for f in doc.findings)  # left to the job
+        spans.span(doc, "manifest.x_dup", lambda: True, lambda: False)
+        m0, mlen = doc.manifest_span
+        data = doc.storage.read(m0, mlen)
+        doc.findings.extend(duplicate_key_findings(data, m0, rest.parsed))  # what the job adds
+        offset, length = spans.span(doc, "manifest.x_dup", lambda: True, lambda: False)
+        assert data[offset - m0:offset - m0 + length] == b"2"  # the last "x_dup", the one JSON keeps
+        assert data.endswith(b'"x_dup":1,"x_dup":2}')
+    finally:
+        spans.close()
+        doc.close()
