@@ -9,13 +9,17 @@ import struct
 from pathlib import Path
 
 import pytest
+from textual.widgets import TextArea
 
 import onemodel_viewer.format as omf
 from onemodel_viewer.format.manifest_locate import Locator, locate
 from onemodel_viewer.format.overlay import EditSession
 from onemodel_viewer.format.reader import duplicate_key_findings
 from onemodel_viewer.tui.background import open_for_viewer
+from onemodel_viewer.tui.edit_screens import JsonEditor
+from onemodel_viewer.tui.hex_view import HexView
 from onemodel_viewer.tui.locate import ManifestSpans
+from conftest import Viewer, identity_chain, settle_located  # noqa: E402 - the shared Pilot set-up
 
 ROOT = Path(__file__).resolve().parent.parent
 VALID = ROOT / "testdata" / "valid"
@@ -166,3 +170,67 @@ def test_a_repeated_key_found_after_the_first_look_up_counts():
     finally:
         spans.close()
         doc.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# in the viewer
+
+
+async def test_the_highlight_after_an_edit_is_the_nodes_bytes_in_the_edited_file(tmp_path):
+    """The edited node selected: after the edit (and after its undo) the hex pane highlights exactly its
+    bytes in the edited file; then the node after it, whose bytes moved."""
+    path = identity_chain(tmp_path, 40)
+    async with Viewer()(path) as pilot:
+        app = pilot.app
+        nodes = [n.where for n in app.document.model.graph.nodes]
+        app.reveal(nodes[20])
+        await settle_located(pilot)
+        assert app.query_one(HexView).highlight is not None
+        out = tmp_path / "edited.onemodel"
+        for op in ("edit", "undo"):
+            if op == "edit":
+                app.apply_edit(f'{nodes[20]}.inputs[0]="v19 and then some"')
+            else:
+                app.action_undo_edit()
+            for _ in range(200):  # until the selection is back on the re-read document
+                await settle_located(pilot)
+                if not app.edit_pending and not app.edit_restoring:
+                    break
+            await settle_located(pilot)
+            assert app.current.where == nodes[20]
+            app.edit_session.save_as(out)
+            data = out.read_bytes()
+            for where in (nodes[20], nodes[21]):
+                if where != nodes[20]:
+                    app.reveal(where)
+                    await settle_located(pilot)
+                s, e = locate(manifest_of(data), where)
+                assert app.query_one(HexView).highlight == (64 + s, 64 + e)
+            assert json.loads(data[64 + s:64 + e])["name"] == "n21"
+            app.reveal(nodes[20])
+            await settle_located(pilot)
+
+
+async def test_the_editor_opens_on_the_last_of_a_repeated_key(tmp_path):
+    """The editor's value comes through the hex pane's look-ups: in a manifest that repeats a key (before
+    and after an edit) it is the last one, the value JSON keeps."""
+    async with Viewer()(HOSTILE / "valid-duplicate-keys.onemodel") as pilot:
+        app = pilot.app
+        for step in range(2):
+            app.current = type(app.current)("value", app.current.label, where="manifest.x_dup")
+            await pilot.press("E")
+            for _ in range(100):
+                await pilot.pause()
+                if isinstance(app.screen, JsonEditor):
+                    break
+            assert isinstance(app.screen, JsonEditor)
+            assert app.screen.query_one(TextArea).text == ("2" if step == 0 else "3")
+            if step == 0:
+                app.screen.query_one(TextArea).text = "3"
+                await pilot.press("ctrl+s")
+                for _ in range(200):
+                    await settle_located(pilot)
+                    if not app.edit_pending and not app.edit_restoring:
+                        break
+        app.edit_session.save_as(tmp_path / "out.onemodel")
+        assert manifest_of((tmp_path / "out.onemodel").read_bytes()).endswith(b'"x_dup":1,"x_dup":3}')
