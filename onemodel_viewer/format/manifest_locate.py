@@ -24,7 +24,7 @@ from typing import Callable
 from .json_scan import LazyRe, container_end
 from .manifest_path import join, split_path
 
-__all__ = ["Locator", "LookupCancelled", "locate", "locate_nearest", "nearest_bytes"]
+__all__ = ["REBASE_SCAN", "Locator", "LookupCancelled", "locate", "locate_nearest", "nearest_bytes"]
 
 _WS = LazyRe(rb"[ \t\n\r]*")
 _STRING = LazyRe(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
