@@ -7,6 +7,7 @@ not JSON enough for the scanner, are walked as bytes by forward-only regexes (th
 enumeration, other primitives). :func:`locate` and :func:`locate_nearest` are one-look-up
 shortcuts. Linear in the bytes before the value, ``None`` on anything unexpected. The reader uses
 it to give manifest-path problems a file offset; the viewer uses it to highlight a record's bytes.
+:meth:`Locator.rebased` carries what one locator walked over to an edited copy of its manifest.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import json
 import re
 import time
 from array import array as _array
+from bisect import bisect_left
 from json import decoder as _json_decoder
 from json import scanner as _json_scanner
 from typing import Callable
@@ -22,7 +24,7 @@ from typing import Callable
 from .json_scan import LazyRe, container_end
 from .manifest_path import join, split_path
 
-__all__ = ["Locator", "LookupCancelled", "locate", "locate_nearest", "nearest_bytes"]
+__all__ = ["REBASE_SCAN", "Locator", "LookupCancelled", "locate", "locate_nearest", "nearest_bytes"]
 
 _WS = LazyRe(rb"[ \t\n\r]*")
 _STRING = LazyRe(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
@@ -63,6 +65,54 @@ class _Members:
         Bytes: the end of the last member's value (members are measured as they are read)."""
         self.done = False
 
+    def shifted(self, delta: int) -> "_Members":
+        """A copy whose positions are ``delta`` later (0: a plain copy)."""
+        new = _Members(self.array, self.pos + delta)
+        new.spans = _array("q", self.spans) if not delta else _array("q", [s + delta for s in self.spans])
+        new.keys = dict(self.keys)
+        new.done = self.done
+        return new
+
+
+REBASE_SCAN = 1 << 16
+"""Characters :meth:`Locator.rebased` reads again at most to find where the edited member of a container
+now ends (the members after it are kept when it ends where it did, shifted): a bigger one is left to
+the next walk that passes it."""
+
+
+def _common_prefix(a: str, b: str) -> int:
+    """Length of the longest common beginning of ``a`` and ``b`` (compared a block at a time, in C)."""
+    n, i, block = min(len(a), len(b)), 0, 1 << 16
+    while i < n:
+        j = min(n, i + block)
+        if a[i:j] != b[i:j]:
+            while j - i > 1:  # a[:i] == b[:i], and they differ before j
+                mid = (i + j) // 2
+                if a[i:mid] == b[i:mid]:
+                    i = mid
+                else:
+                    j = mid
+            return i
+        i = j
+    return n
+
+
+def _common_suffix(a: str, b: str, limit: int) -> int:
+    """Length (at most ``limit``) of the longest common end of ``a`` and ``b``."""
+    la, lb, i, block = len(a), len(b), 0, 1 << 16
+    while i < limit:
+        j = min(limit, i + block)
+        if a[la - j:la - i] != b[lb - j:lb - i]:
+            while j - i > 1:  # the last i characters agree, and they differ within the last j
+                mid = (i + j) // 2
+                if a[la - mid:la - i] == b[lb - mid:lb - i]:
+                    i = mid
+                else:
+                    j = mid
+            return i
+        i = j
+    return limit
+
 
 class Locator:
     """Finds values by manifest path in one manifest, walking only as far as each look-up needs.
@@ -97,9 +147,10 @@ class Locator:
         self._blocks: list[int] | None = None
         self._scan = _json_scanner.make_scanner(_json_decoder.JSONDecoder())
 
-    def span(self, where: str) -> tuple[int, int] | None:
-        """:func:`locate` through this locator (what earlier look-ups walked is not walked again)."""
-        found = self.nearest(where)
+    def span(self, where: str, cancelled: Callable[[], bool] | None = None) -> tuple[int, int] | None:
+        """:func:`locate` through this locator (what earlier look-ups walked is not walked again);
+        ``cancelled`` as in :meth:`nearest`."""
+        found = self.nearest(where, cancelled)
         if found is None:
             return None
         start, end, path = found
@@ -131,6 +182,87 @@ class Locator:
                 s, e, path = found
                 return self._byte(s), self._byte(e), path
         return self._walk(steps)
+
+    def rebased(self, data: bytes, *, unique_keys: bool = False, background: bool = False) -> "Locator":
+        """A locator for ``data``, another version of this one's manifest (an edit of it), that keeps
+        what this one walked wherever the two are the same text.
+
+        The two have a common beginning and a common end; between them is the change. What was
+        walked (where a member's value starts, where a value ends) is kept if the text it was read
+        from, and the character after it, lie in the common beginning; shifted if it lies in the
+        common end. A container around the change keeps its members up to the one holding the change;
+        when that member's value, read again (the innermost container's first, then each one's
+        around it), ends where it did, shifted, everything after it is the same text: the members
+        after it and the container's end are kept, shifted, too. The answers are the ones a new
+        locator of ``data`` gives. Costs a comparison of the two texts (~1 ms for 2.3 MB) and the
+        read of the changed member (at most :data:`REBASE_SCAN` characters per container); a manifest
+        walked as bytes (not UTF-8 JSON) keeps nothing.
+        """
+        new = Locator(data, unique_keys=unique_keys, background=background)
+        a, b = self.text, new.text
+        if a is None or b is None:
+            return new
+        if a == b:
+            new._members = {start: m.shifted(0) for start, m in self._members.items()}
+            new._ends = dict(self._ends)
+            return new
+        p = _common_prefix(a, b)
+        cut = len(a) - _common_suffix(a, b, min(len(a), len(b)) - p)  # the change: a[p:cut] became b[p:cut + delta]
+        delta = len(b) - len(a)
+        old_ends, ends = self._ends, new._ends
+        for pos, end in old_ends.items():
+            if end < p:
+                ends[pos] = end
+            elif pos >= cut:
+                ends[pos + delta] = end + delta
+        around = []
+        for start, m in self._members.items():
+            end = old_ends.get(start)
+            if end is not None and end < p:
+                new._members[start] = m.shifted(0)
+            elif start >= cut:
+                new._members[start + delta] = m.shifted(delta)
+            elif start < p:
+                around.append(start)
+        for start in sorted(around, reverse=True):  # the innermost first: its end tells the one around it
+            m = self._members[start]
+            if not m.array and len(m.keys) != len(m.spans):
+                continue  # a key seen twice: which one counts is found again
+            kept = bisect_left(m.spans, p)  # the members whose value starts before the change
+            if not kept:
+                continue
+            at = m.spans[kept - 1]
+            nm = _Members(m.array, start + 1)
+            if self._kept_end(new, at, m.array, cut, delta):
+                nm.spans = _array("q", m.spans[:kept])
+                nm.spans.extend([s + delta for s in m.spans[kept:]])
+                nm.keys, nm.done = dict(m.keys), m.done
+                if start in old_ends:
+                    ends[start] = old_ends[start] + delta
+            else:
+                nm.spans = m.spans[:kept]
+                nm.keys = {k: i for k, i in m.keys.items() if i < kept}
+            nm.pos = nm.spans[-1]
+            new._members[start] = nm
+        return new
+
+    def _kept_end(self, new: "Locator", at: int, element: bool, cut: int, delta: int) -> bool:
+        """Whether the value at ``at`` (before the change) holds the change and ends in ``new`` where it
+        ended here, shifted (then what follows it is the same text)."""
+        old_end = self._ends.get(at)
+        try:
+            if old_end is None and self.text[at] not in "[{":  # a scalar (a container's end was cached if read)
+                old_end = self._end(at, element)
+            if old_end is None or old_end < cut:
+                return False
+            end = new._ends.get(at)  # the container inside, kept
+            if end is None:
+                if old_end - at > REBASE_SCAN:
+                    return False
+                end = new._end(at, element)
+        except (ValueError, IndexError, StopIteration, RecursionError, LookupCancelled):
+            return False
+        return end == old_end + delta
 
     def _to_bytes(self) -> None:
         """Walk the bytes from now on (what the text walk cached counts characters: dropped)."""
