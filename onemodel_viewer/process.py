@@ -1,9 +1,9 @@
 """Every change this program makes to process-wide state, each with the reason for it.
 
-Nothing else in the package touches the garbage collector or starts a thread that lives as long as
-the process, and none of these run from a worker thread: a worker that paused the collector would
-pause it for every thread (and the UI's). Called from another thread, each function here does
-nothing (:func:`free_later` closes and frees there and then: that thread is not the UI's).
+Nothing else in the package touches the garbage collector, and none of these run from a worker
+thread: a worker that paused the collector would pause it for every thread (and the UI's).
+Called from another thread, each function here does nothing (:func:`free_later` closes and
+frees there and then: that thread is not the UI's).
 
 * :func:`paused_gc` — reading a model allocates ~10^5 small records that all stay alive as
   long as the document. Collections triggered while building them only walk them again
