@@ -48,8 +48,10 @@ def paused_gc() -> Iterator[None]:
     try:
         yield
     finally:
-        promote_survivors()
-        gc.enable()
+        try:
+            promote_survivors()
+        finally:  # an exception there (a signal handler's: a test's alarm) left the collector off
+            gc.enable()
 
 
 def promote_survivors() -> None:

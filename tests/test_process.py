@@ -22,6 +22,21 @@ def test_paused_gc_restores_after_an_exception():
     assert gc.isenabled()
 
 
+def test_paused_gc_turns_the_collector_back_on_when_promoting_the_survivors_fails(monkeypatch):
+    """Regression: a signal handler's exception (the fuzz tests' alarm, under load) raised while the
+    survivors were promoted skipped ``gc.enable()``: every later test of that worker ran with the GC off."""
+    def interrupted() -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(process, "promote_survivors", interrupted)
+    try:
+        with process.paused_gc():
+            pass
+    except KeyboardInterrupt:
+        pass
+    assert gc.isenabled()
+
+
 def test_paused_gc_leaves_a_caller_disabled_collector_alone():
     gc.disable()
     try:
