@@ -22,6 +22,7 @@ import os
 import struct
 from typing import NamedTuple
 
+from . import manifest as _manifest
 from .document import HEADER_FIELDS, HEADER_SIZE
 from .errors import FormatError, Kind
 from .header import MAGIC
@@ -291,14 +292,12 @@ class Image:
             new = data[:s] + value + data[e:]
         self._set_manifest(bytearray(new), raw)
         # a new key is one the object did not have, a replaced value keeps its key: only the value can repeat one
-        self.facts = _ManifestFacts(True if unique and (value is None or _keys_unique_in(value)) else None)
+        self.facts = _ManifestFacts(True if unique and (value is None or _manifest.keys_unique(value)) else None)
 
     def _unique_keys(self, data: bytes) -> bool:
         """Whether no object of the manifest ``data`` repeats a key (parsed once, then kept through edits)."""
         facts = self.facts
         if facts.keys_unique is None:
-            from . import manifest as _manifest
-
             try:
                 parsed = _manifest.parse(data, HEADER_SIZE)
             except (FormatError, ValueError, RecursionError):
@@ -395,19 +394,6 @@ class _ManifestFacts:
     def __init__(self, keys_unique: bool | None = None) -> None:
         self.keys_unique = keys_unique
         """Whether no object repeats a key (None: not known yet)."""
-
-
-def _keys_unique_in(value: bytes) -> bool:
-    """Whether no object in the JSON ``value`` repeats a key (False when it does not parse)."""
-    def pairs(items: list) -> None:
-        if len({k for k, _ in items}) != len(items):
-            raise ValueError("a repeated key")
-
-    try:
-        json.loads(value, object_pairs_hook=pairs)
-    except (ValueError, RecursionError):
-        return False
-    return True
 
 
 def copy_range(src_fd: int, out, offset: int, length: int, dst_pos: int) -> None:

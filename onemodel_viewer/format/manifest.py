@@ -23,7 +23,8 @@ before: a number field then reports such a number at its own path.
 Duplicate keys are findings, not problems (JSON's last value wins, as in orjson and every parser
 measured). orjson keeps the last value silently, so ``duplicates=True`` first proves there are
 none cheaply (the ``:`` orjson writes for the value against the manifest's own), and only when
-that fails walks the bytes (:func:`_duplicate_keys`, linear, no recursion).
+that fails walks the bytes (:func:`_duplicate_keys`, linear, no recursion). :func:`keys_unique`
+answers the same of any JSON value (an edit's).
 
 Problems: kind ``Malformed`` at ``manifest`` (offset: manifest offset + byte position of the
 error) for BOM, invalid UTF-8, invalid JSON, NaN/Infinity, a top level that is not an object;
@@ -89,8 +90,6 @@ def _orjson():
     return _ORJSON
 
 
-
-
 class _Constant(Exception):
     pass
 
@@ -150,8 +149,6 @@ def _byte_offset(data, chars: int) -> int:
             if not used:  # pragma: no cover - valid UTF-8 always decodes some of a 1 MiB chunk
                 break
     return n
-
-
 
 
 def _first_too_deep(data, end: int | None = None) -> int:
@@ -228,6 +225,22 @@ def with_duplicates(data, parsed: Parsed, step=None) -> Parsed | None:
         return None
     dups = [] if written == spelt else _duplicate_objects(data, parsed.value)
     return Parsed(parsed.value, dups, True, False)
+
+
+def keys_unique(data) -> bool:
+    """Whether ``data`` (bytes or a memoryview) is one JSON value of any type in which no object repeats
+    a key (``"a"`` and ``"\\u0061"`` repeat); False when one does or when it does not parse by the standard
+    library's rules (``NaN``, ``1e400``, a lone surrogate parse). :func:`parse`'s proofs, then its walk."""
+    try:
+        value = _orjson().loads(data)
+    except _orjson().JSONDecodeError:  # what orjson refuses and the standard library may take
+        try:
+            json.loads(bytes(data))
+        except (ValueError, RecursionError):
+            return False
+        start = _WS_B.match(data).end()
+        return data[start] not in (0x7B, 0x5B) or not _duplicate_keys(data)
+    return type(value) not in (dict, list) or not _duplicates(data, value)[0]  # the walk wants a container
 
 
 def _not_an_object(data, base: int, start: int) -> FormatError:
@@ -550,7 +563,7 @@ def _duplicate_keys(data) -> list[tuple[list, list[str]]]:
             top = stack[-1]
             if top[3]:
                 top[3] = False
-                t = json.loads(t).encode("utf-8") if 0x5C in t else t[1:-1]  # 0x5C: \
+                t = json.loads(t).encode("utf-8", "surrogatepass") if 0x5C in t else t[1:-1]  # 0x5C: \
                 if t in top[1]:
                     if top[4] is None:
                         top[4] = {}
@@ -592,9 +605,9 @@ def _duplicate_keys(data) -> list[tuple[list, list[str]]]:
     while todo:
         steps, (keys, children, is_object) = todo.pop()
         if keys:
-            out.append((steps, [k.decode("utf-8") for k in keys]))
+            out.append((steps, [k.decode("utf-8", "surrogatepass") for k in keys]))
         if children:
             items = children.items() if is_object else children
             for step, child in reversed(list(items)):
-                todo.append((steps + [step.decode("utf-8") if is_object else step], child))
+                todo.append((steps + [step.decode("utf-8", "surrogatepass") if is_object else step], child))
     return out

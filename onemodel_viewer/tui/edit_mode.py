@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import queue
 import threading
 from typing import TYPE_CHECKING, Iterable
 
@@ -26,7 +25,7 @@ from textual.app import SystemCommand
 from textual.worker import get_current_worker
 
 from ..format.errors import FormatError
-from ..process import favour_ui_thread, freeze_gc, pause_gc
+from ..process import favour_ui_thread, free_later, freeze_gc, pause_gc
 from .entries import Entry, row_keys
 from .hex_view import HexView
 from .info_bar import InfoBar
@@ -89,8 +88,18 @@ class EditActions:
         if self.edit_session is None or self.edit_session.path != self.path:
             from ..format.overlay import EditSession
 
+            # whether the manifest repeats a key, once known: a duplicate-key finding says it does; none
+            # says it does not once looked for (an open in diagnose mode looks; the viewer's leaves it to
+            # the background job: once that has ended). The session keeps it only if the file is still
+            # the one this document read (then the first edit does not parse the whole manifest)
+            known = None
+            if doc.mode == "diagnose" and doc.model is not None:
+                if any(f.code == "duplicate-key" for f in doc.findings):
+                    known = False
+                elif not self.findings_pending and self.unchecked_manifest is None:
+                    known = True
             try:
-                self.edit_session = EditSession(self.path)
+                self.edit_session = EditSession(self.path, keys_unique=known, proven_on=doc.storage)
             except (FormatError, OSError) as e:
                 self.notify(f"cannot edit: {safe_str(str(e), 200)}", severity="error", markup=False)
                 return None
@@ -398,7 +407,7 @@ class EditActions:
     def _free_stale(self) -> None:
         """The documents of earlier reads, no longer shown, closed and freed in a thread."""
         stale, self._edit_stale = list(self._edit_stale), ()
-        _free_later(stale)
+        free_later(stale)
 
     # ------------------------------------------------------------------ marks
     def problem_marks(self) -> dict:
@@ -528,35 +537,6 @@ def _make_children(roots: list[Entry], loaded: set, path: tuple = ()) -> None:
             made = entry.children()
             entry.children = lambda made=made: made
             _make_children(made, loaded, path + (key,))
-
-
-def _free_later(docs: list) -> None:
-    """Close ``docs`` and free them (the list emptied) in a thread: unmapping the file and freeing the
-    records took ~5-25 ms of the UI thread on 10,000 nodes."""
-    global _freeing
-    if not docs:
-        return
-    if _freeing is None:
-        _freeing = threading.Thread(target=_free_loop, name="edit-free", daemon=True)
-        _freeing.start()
-    _FREE.put(docs)
-
-
-def _free_loop() -> None:
-    while True:
-        docs = _FREE.get()
-        while docs:
-            doc = docs.pop()
-            try:
-                doc.close()
-            except Exception:  # noqa: BLE001 - a storage already gone
-                pass
-            del doc  # its last reference: freed here
-
-
-_FREE: queue.SimpleQueue = queue.SimpleQueue()
-"""Lists of documents for the freeing thread (started once: starting one per re-read waited ~6 ms for it)."""
-_freeing: threading.Thread | None = None
 
 
 class _Turns:
