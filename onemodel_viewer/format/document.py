@@ -80,6 +80,10 @@ class Document:
     mode: str = ""
     """How the OneModel reader opened it (``strict``/``diagnose``): strict skips the costly
     ``duplicate-key`` detection, which ``analysis.layout.all_findings`` then adds."""
+    keys_unique: bool | None = None
+    """Whether no object of the manifest repeats a key, once looked for (a diagnose open's parse; the
+    viewer's background job, after its open left the detection to it); None while not known. A manifest
+    look-up may stop at the first match of a key only when it is True."""
 
     @property
     def valid(self) -> bool:

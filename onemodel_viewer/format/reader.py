@@ -282,6 +282,8 @@ def _read(doc: Document, first: bytes, report: Reporter, keep: list | None = Non
         report.release_manifest()
         data.release()
     doc.model = built
+    if report.keys_checked:
+        doc.keys_unique = report.unique_keys
 
 
 _STACK_ROOM = 800
@@ -335,6 +337,7 @@ def _parse_and_build(data, h, verdict, report: Reporter, storage, keep: list | N
         return None
     _finding_duplicates(report, parsed)
     report.unique_keys = parsed.checked_duplicates and not parsed.duplicates
+    report.keys_checked = parsed.checked_duplicates
     builder = Builder(
         report,
         h.data_offset if verdict.data_ok else None,

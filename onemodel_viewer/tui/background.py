@@ -323,6 +323,8 @@ class BackgroundWork:
                 found = duplicate_key_findings(data, mo, parsed, step=cancel.is_set)
         except Exception:  # a changed file or a core bug: the app stays up
             return
+        if found is not None:  # looked for to the end (None: stopped)
+            doc.keys_unique = not any(f.code == "duplicate-key" for f in found)
         self._post_findings(doc, found)
 
     def _file_findings(self, doc: Document, cancel: threading.Event | None = None) -> None:

@@ -88,18 +88,10 @@ class EditActions:
         if self.edit_session is None or self.edit_session.path != self.path:
             from ..format.overlay import EditSession
 
-            # whether the manifest repeats a key, once known: a duplicate-key finding says it does; none
-            # says it does not once looked for (an open in diagnose mode looks; the viewer's leaves it to
-            # the background job: once that has ended). The session keeps it only if the file is still
-            # the one this document read (then the first edit does not parse the whole manifest)
-            known = None
-            if doc.mode == "diagnose" and doc.model is not None:
-                if any(f.code == "duplicate-key" for f in doc.findings):
-                    known = False
-                elif not self.findings_pending and self.unchecked_manifest is None:
-                    known = True
+            # whether the manifest repeats a key, once looked for: the session keeps it only if the file
+            # is still the one this document read (then the first edit does not parse the whole manifest)
             try:
-                self.edit_session = EditSession(self.path, keys_unique=known, proven_on=doc.storage)
+                self.edit_session = EditSession(self.path, keys_unique=doc.keys_unique, proven_on=doc.storage)
             except (FormatError, OSError) as e:
                 self.notify(f"cannot edit: {safe_str(str(e), 200)}", severity="error", markup=False)
                 return None

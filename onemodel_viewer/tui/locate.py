@@ -38,8 +38,6 @@ class ManifestSpans:
         """The storage of the document looked up in (its identity; not the document: the last reference to a
         document replaced by an edit's re-read was this one, and its 10,000 nodes were freed in the look-up,
         ~8 ms holding the interpreter)."""
-        self._findings = -1
-        """How many findings that document had when its proof of unique keys was last asked."""
         self._lock = threading.Lock()
 
     def close(self) -> None:
@@ -122,7 +120,7 @@ class ManifestSpans:
             mlen = max(0, min(mlen, doc.size - m0))
             if self._child is not None:
                 self._child.close()
-            previous, self._locator, self._child, self._storage, self._findings = self._locator, None, None, None, -1
+            previous, self._locator, self._child, self._storage = self._locator, None, None, None
             if mlen > CHILD_BYTES and doc.path:
                 from .locate_child import LocateChild
 
@@ -136,13 +134,12 @@ class ManifestSpans:
                 else:
                     self._locator = Locator(data, background=True)
             self._storage = doc.storage
-        if self._locator is not None and self._findings != len(doc.findings):
+        if self._locator is not None:
             # the proof may come later (the viewer's first open finds duplicate keys in its background job)
-            self._findings = len(doc.findings)
             self._locator.unique_keys = _unique_keys(doc)
 
 
 def _unique_keys(doc: Document) -> bool:
-    """Whether a look-up in ``doc``'s manifest may stop at the first match of a key: a diagnose open that
-    parsed the manifest has looked for duplicate keys, and found none (no need to skip a whole graph)."""
-    return doc.mode == "diagnose" and doc.model is not None and not any(f.code == "duplicate-key" for f in doc.findings)
+    """Whether a look-up in ``doc``'s manifest may stop at the first match of a key: its keys were looked
+    for (:attr:`~..format.document.Document.keys_unique`), and none repeats (no need to skip a whole graph)."""
+    return doc.keys_unique is True
