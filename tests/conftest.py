@@ -175,3 +175,14 @@ def identity_chain(tmp_path, n: int) -> Path:
     path = tmp_path / "chain.onemodel"
     write(Model(ir_version=8, graph=g, opsets=(OperatorSet("", 17),)), path)
     return path
+
+
+async def until(pilot, done, seconds: float = 20.0) -> None:
+    """Pause until ``done()`` (a state, never a count of pauses); fail after ``seconds`` (Pilot tests of work
+    that ends in another thread: an edit's re-check, a background job)."""
+    import time
+
+    end = time.monotonic() + seconds
+    while not done():
+        assert time.monotonic() < end, "state not reached"
+        await pilot.pause(0.01)

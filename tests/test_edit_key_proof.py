@@ -7,9 +7,8 @@ from __future__ import annotations
 import json
 import os
 import sys
-import time
 
-from conftest import Viewer, hold_method, identity_chain
+from conftest import Viewer, hold_method, identity_chain, until
 
 from onemodel_viewer.format import manifest as M
 from onemodel_viewer.format.overlay import EditSession
@@ -20,14 +19,6 @@ from test_reader_util import graph, model, node, pack
 
 SIZE = (120, 40)
 settle = Viewer.settle
-
-
-async def until(pilot, done, seconds: float = 20.0) -> None:
-    """Pause until ``done()`` (a state, never a count of pauses); fail after ``seconds``."""
-    end = time.monotonic() + seconds
-    while not done():
-        assert time.monotonic() < end, "state not reached"
-        await pilot.pause(0.01)
 
 
 def count_edit_parses(monkeypatch) -> list:

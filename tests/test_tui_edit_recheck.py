@@ -5,21 +5,13 @@ from __future__ import annotations
 import gc
 import time
 
-from conftest import Viewer, identity_chain, slow_facts
+from conftest import Viewer, identity_chain, slow_facts, until
 
 from onemodel_viewer.format import reader
 from onemodel_viewer.tui.app import make_app
 
 SIZE = (120, 40)
 settle = Viewer.settle
-
-
-async def until(pilot, done, seconds: float = 20.0) -> None:
-    """Pause until ``done()`` (a state, never a count of pauses); fail after ``seconds``."""
-    end = time.monotonic() + seconds
-    while not done():
-        assert time.monotonic() < end, "state not reached"
-        await pilot.pause(0.01)
 
 
 async def test_the_shown_documents_job_waits_while_the_edited_file_is_read_again(tmp_path, monkeypatch):
