@@ -106,3 +106,32 @@ def test_free_later_from_a_worker_frees_there_and_then():
     t.start()
     t.join()
     assert log == [False] and objects == []
+
+
+def test_a_paused_block_after_the_viewer_froze_does_not_count_the_frozen_objects():
+    """Regression: each paused block's end asked ``gc.get_freeze_count()``, which walks every frozen
+    object (35 ms for 10^6). Once the viewer had frozen its model, every lazily built node list paid it on
+    the UI thread, and a test worker that had run Pilot tests took 101 s instead of 3 for the fuzz test.
+    In a fresh interpreter (freezing here would change every later test of this worker)."""
+    import subprocess
+    import sys
+
+    script = """
+import gc
+from onemodel_viewer import process
+kept = [[i] for i in range(10_000)]
+process.freeze_gc()
+frozen = gc.get_freeze_count()
+calls = []
+real = gc.get_freeze_count
+gc.get_freeze_count = lambda: calls.append(1) or real()
+with process.paused_gc():
+    more = [[i] for i in range(1_000)]
+gc.get_freeze_count = real
+assert calls == [], calls
+assert gc.get_freeze_count() == frozen, (gc.get_freeze_count(), frozen)  # the frozen stay frozen
+assert gc.isenabled()
+print("ok")
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
