@@ -292,7 +292,9 @@ class Image:
             new = data[:s] + value + data[e:]
         self._set_manifest(bytearray(new), raw)
         # a new key is one the object did not have, a replaced value keeps its key: only the value can repeat one
-        self.facts = _ManifestFacts(True if unique and (value is None or _manifest.keys_unique(value)) else None)
+        still = unique and (value is None or _manifest.keys_unique(value))
+        before = self.facts.value if still and not raw else None
+        self.facts = _ManifestFacts(True if still else None, None if before is None else _spliced(before, steps, value))
 
     def _unique_keys(self, data: bytes) -> bool:
         """Whether no object of the manifest ``data`` repeats a key (parsed once, then kept through edits)."""
@@ -323,6 +325,27 @@ class Image:
             self._set_field("manifest_length", self._field("manifest_length") + delta)
             self._set_field("data_offset", self._field("data_offset") + shift)
             self._set_field("file_length", self._field("file_length") + shift)
+
+    def manifest_parse(self) -> dict | None:
+        """The parse of the manifest (its top-level object) as a reader of this image would make it: known
+        when no key repeats, a re-read of these bytes parsed them (:meth:`learn_parse`) or an edit spliced its
+        value into such a parse, and the header still locates exactly these bytes. Else None."""
+        if self.facts.value is None or self.manifest is None or len(self.head) < HEADER_SIZE:
+            return None
+        if self._field("manifest_offset") != HEADER_SIZE or self._field("manifest_length") != len(self.manifest):
+            return None
+        return self.facts.value
+
+    def learn_parse(self, value: dict, span: tuple[int, int] | None, keys_unique: bool | None) -> None:
+        """A re-read parsed the manifest span ``span`` (offset, length) of this image to ``value`` and found
+        whether a key repeats (``keys_unique``; None: it did not look). When that span is exactly the manifest's
+        bytes, both are kept for the next edit (the parse only while no key repeats)."""
+        if self.manifest is None or span != (HEADER_SIZE, len(self.manifest)):
+            return
+        if keys_unique is not None:
+            self.facts.keys_unique = keys_unique
+        if self.facts.keys_unique is True:
+            self.facts.value = value
 
     # -- output -------------------------------------------------------------------------------
 
@@ -389,11 +412,91 @@ def _key_start(data: bytes, value_start: int) -> int:
 class _ManifestFacts:
     """What is known of one manifest's bytes (an :class:`Image` and its copies share it until one edits them)."""
 
-    __slots__ = ("keys_unique",)
+    __slots__ = ("keys_unique", "value")
 
-    def __init__(self, keys_unique: bool | None = None) -> None:
+    def __init__(self, keys_unique: bool | None = None, value: dict | None = None) -> None:
         self.keys_unique = keys_unique
         """Whether no object repeats a key (None: not known yet)."""
+        self.value = value
+        """The bytes parsed (the top-level object), once a re-read parsed them or an edit spliced its value into the
+        parse of the bytes before it (None: not known). Kept only while no key repeats (then the parse is the bytes)."""
+
+
+_DELETE = object()
+_SPLICE_DEPTH = _manifest.MAX_DEPTH // 2
+"""Deepest path + value a splice takes: the parse of the whole edited manifest refuses more than
+``MAX_DEPTH`` levels, which a splice does not see (a deeper edit is re-read in full)."""
+
+
+def _spliced(top: dict, steps: list, value: bytes | None) -> dict | None:
+    """``top``, the parse of a manifest in which no key repeats, with the edit of ``steps`` (a manifest path's
+    steps) to the JSON ``value`` made (None: the member deleted; a new key, or the index one past the end:
+    added), as parsing the edited bytes gives it: only the containers on the path are copied. None when it
+    may not be that parse: orjson refuses the value (the reader then takes the standard library's rules), it
+    nests deep, or the path does not lead through ``top`` as it led through the bytes."""
+    import orjson  # what the manifest parse uses (imported by then)
+
+    new = _DELETE
+    if value is not None:
+        try:
+            new = orjson.loads(value)
+        except orjson.JSONDecodeError:
+            return None
+        if len(steps) + _depth(new, _SPLICE_DEPTH) > _SPLICE_DEPTH:
+            return None
+    root = dict(top)
+    at = root
+    for step in steps[:-1]:
+        child = _child(at, step)
+        if type(child) is dict:
+            child = dict(child)
+        elif type(child) is list:
+            child = list(child)
+        else:
+            return None
+        at[step] = child
+        at = child
+    last = steps[-1]
+    if type(at) is dict and type(last) is str:
+        if new is _DELETE:
+            at.pop(last, None)
+        else:
+            at[last] = new
+    elif type(at) is list and type(last) is int and 0 <= last <= len(at):
+        if new is _DELETE:
+            if last < len(at):
+                del at[last]
+        elif last == len(at):
+            at.append(new)
+        else:
+            at[last] = new
+    else:
+        return None
+    return root
+
+
+def _child(container, step):
+    if type(container) is dict and type(step) is str:
+        return container.get(step)
+    if type(container) is list and type(step) is int and 0 <= step < len(container):
+        return container[step]
+    return None
+
+
+def _depth(value, cap: int) -> int:
+    """How many arrays and objects nest in ``value`` (0 for a scalar), counted up to ``cap`` + 1."""
+    deepest, level = 0, [(value, 1)]
+    while level:
+        v, d = level.pop()
+        if type(v) is dict:
+            v = list(v.values())
+        elif type(v) is not list:
+            continue
+        deepest = max(deepest, d)
+        if d > cap:
+            break
+        level.extend((x, d + 1) for x in v)
+    return deepest
 
 
 def copy_range(src_fd: int, out, offset: int, length: int, dst_pos: int) -> None:

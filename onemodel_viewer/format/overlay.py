@@ -96,11 +96,14 @@ class OverlayStorage(Storage):
 class EditSession:
     """The edits made to one OneModel file, in memory; undo, redo, the edit list, save-as."""
 
-    def __init__(self, path: str, keys_unique: bool | None = None, proven_on: Storage | None = None) -> None:
+    def __init__(self, path: str, keys_unique: bool | None = None, proven_on: Storage | None = None,
+                 parse: dict | None = None, parse_span: tuple[int, int] | None = None) -> None:
         """``keys_unique``: whether no object of the file's manifest repeats a key, as proven on the
         bytes of ``proven_on`` (the shown document's storage: its open or its background job looked);
         the first manifest edit then does not parse the whole manifest to learn it (10^6 nodes: ~3.5 s).
-        Kept only when ``proven_on`` is this file, unchanged on disk since it was opened, once the
+        ``parse``: the manifest span ``parse_span`` (offset, length) of those bytes, parsed (the shown
+        document's open): the first edit splices its value into it (:meth:`.Image.learn_parse`).
+        Both kept only when ``proven_on`` is this file, unchanged on disk since it was opened, once the
         session has read it (:meth:`.FileStorage.changed`: size, mtime, inode, device; a lease broken)."""
         self.path = os.fspath(path)
         self.base = Image(self.path)
@@ -109,6 +112,8 @@ class EditSession:
         """The file's bytes, read-only (the data region of every edited version)."""
         if keys_unique is not None and self.base.manifest is not None and _same_bytes(proven_on, self.path):
             self.base.facts.keys_unique = keys_unique
+            if parse is not None:
+                self.base.learn_parse(parse, parse_span, keys_unique)
         self.edits: list[Edit] = []
         self.undone: list[Edit] = []
         """Edits taken back, the last one first to redo."""
@@ -173,7 +178,12 @@ class EditSession:
         """The edited file opened by the reader (diagnose mode: every problem, never raises for contents)."""
         from .reader import open_storage
 
-        return open_storage(self.path, self.storage(), mode=mode, keys_unique=self.keys_unique)
+        image, keep = self.image, []
+        doc = open_storage(self.path, self.storage(), mode=mode, keys_unique=self.keys_unique,
+                           parse=image.manifest_parse(), keep=keep)
+        if keep:  # the next edit splices its value into this parse
+            image.learn_parse(keep[0].value, doc.manifest_span, doc.keys_unique)
+        return doc
 
     def save_as(self, dst: str) -> None:
         """Write the edited file to ``dst`` atomically; ``FormatError(Io)`` when ``dst`` is the input file."""

@@ -199,19 +199,24 @@ def open_deferred(path) -> tuple[Document, _manifest.Parsed | None, Callable[...
     return doc, (keep[0] if keep else None), (keep[1] if len(keep) > 1 else None)
 
 
-def open_storage(path, storage, mode: str = "diagnose", keys_unique: bool = False) -> Document:
+def open_storage(path, storage, mode: str = "diagnose", keys_unique: bool = False, parse: dict | None = None,
+                 keep: list | None = None) -> Document:
     """Read the OneModel file whose bytes ``storage`` holds (an edited file in memory:
     :class:`~.overlay.OverlayStorage`); ``path`` names it. Like :func:`open_path` otherwise.
 
     ``keys_unique``: the caller has proved that no object of the manifest repeats a key (an edit
     session keeps that proof through its edits), so a diagnose open does not look for duplicates
     again: its proof re-encoded the whole manifest, 3-12 ms on 10,000 nodes in one call that no other
-    thread (the UI's) could interrupt."""
+    thread (the UI's) could interrupt. ``parse`` (with ``keys_unique``): the manifest's bytes parsed
+    already (an edit session splices each edit into the parse before it), so they are not parsed
+    again: one ``orjson.loads`` of 10,000 nodes' 2.3 MB holds the interpreter 10-30 ms. ``keep``
+    gets the :class:`~.manifest.Parsed` the open made or took."""
     if mode not in ("strict", "diagnose"):
         raise ValueError(f"mode must be 'strict' or 'diagnose', not {mode!r}")
     report = Reporter(mode == "strict", LOCATE_CAP)
     doc = Document(os.fspath(path), "onemodel", storage.size, storage=storage, mode=mode)
-    _read(doc, storage.read(0, min(HEADER_SIZE, storage.size)), report, unique=keys_unique)
+    _read(doc, storage.read(0, min(HEADER_SIZE, storage.size)), report, keep, unique=keys_unique,
+          parse=parse if keys_unique else None)
     doc.problems = report.problems
     doc.findings = report.findings
     return doc
@@ -250,7 +255,7 @@ def _open(path, mode: str, keep: list | None, duplicates: bool = True, defer: bo
 
 
 def _read(doc: Document, first: bytes, report: Reporter, keep: list | None = None, duplicates: bool = True,
-          defer: bool = False, unique: bool = False) -> None:
+          defer: bool = False, unique: bool = False, parse: dict | None = None) -> None:
     storage = doc.storage
     size = storage.size
     verdict = _header.check(first, size, report)
@@ -276,7 +281,7 @@ def _read(doc: Document, first: bytes, report: Reporter, keep: list | None = Non
     try:
         with paused_gc():  # ~10^5 records that all stay alive: collecting during the build is ~1/3 of an open
             built = _with_stack_room(_parse_and_build, data, h, verdict, report, storage, keep, duplicates, defer,
-                                     unique)
+                                     unique, parse)
     finally:
         # lazily built node lists keep the builder (and this reporter) alive: not the manifest bytes
         report.release_manifest()
@@ -320,16 +325,19 @@ def _with_stack_room(fn, *args):
 
 
 def _parse_and_build(data, h, verdict, report: Reporter, storage, keep: list | None, duplicates: bool = True,
-                     defer: bool = False, unique: bool = False):
+                     defer: bool = False, unique: bool = False, parse: dict | None = None):
     """The model of the manifest ``data`` (None when diagnose mode could not parse it); ``defer``: see
-    :func:`open_deferred` (``keep`` gets the parse, then ``finish``)."""
+    :func:`open_deferred` (``keep`` gets the parse, then ``finish``); ``parse``: ``data`` parsed already,
+    no key repeated (see :func:`open_storage`)."""
     # Duplicate keys are findings; detecting them costs, so strict opens leave them to
     # analysis.layout.all_findings (diagnose mode, used by --check, finds them; the viewer's
     # background job, after the first screen: 10^6 nodes, 0.24 s)
     from . import manifest as _manifest
     from .builder import Builder
 
-    if report.strict:
+    if parse is not None:
+        parsed = _manifest.Parsed(parse, [], True)
+    elif report.strict:
         parsed = _manifest.parse(data, 64, duplicates=False)
     else:
         parsed = _parse_diagnose(data, report, duplicates, unique)

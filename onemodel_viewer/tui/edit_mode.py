@@ -90,8 +90,12 @@ class EditActions:
 
             # whether the manifest repeats a key, once looked for: the session keeps it only if the file
             # is still the one this document read (then the first edit does not parse the whole manifest)
+            # (and the open's parse, kept by the background job: the first edit splices into it)
+            shown, self.edit_base_parse = self.edit_base_parse, None
+            parse = shown[1] if shown is not None and shown[0] is doc else None
             try:
-                self.edit_session = EditSession(self.path, keys_unique=doc.keys_unique, proven_on=doc.storage)
+                self.edit_session = EditSession(self.path, keys_unique=doc.keys_unique, proven_on=doc.storage,
+                                                parse=parse, parse_span=doc.manifest_span)
             except (FormatError, OSError) as e:
                 self.notify(f"cannot edit: {safe_str(str(e), 200)}", severity="error", markup=False)
                 return None
