@@ -309,6 +309,10 @@ class EditActions:
         self._edit_shown = version
         old = self.document
         change = verdict_change(_Problems(old), _Problems(doc))
+        if self.verdict_note():  # the list shown was partial (its checks failed; a reload's still run)
+            change = {k: {"problems": [], "findings": []} for k in change}
+            self.notify("no change marked: the problems before this edit were not all known", severity="warning",
+                        timeout=4, markup=False)
         tree, hexv = self.query_one(StructureTree), self.query_one(HexView)
         pending = self._edit_back if self.edit_restoring else None
         if pending is not None and tree.cursor_node is pending[1]:
