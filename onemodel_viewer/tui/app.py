@@ -463,7 +463,7 @@ class OneModelApp(BackgroundWork, SearchActions, InsightActions, EditActions, Ap
 
         from .problems_screen import ProblemsScreen
 
-        self.push_screen(ProblemsScreen(list(doc.problems), list(doc.findings), **self.problem_marks()), done)
+        self.push_screen(ProblemsScreen(list(doc.problems), list(doc.findings), note=self.verdict_note(), **self.problem_marks()), done)
 
     def jump_to_problem(self, rec: Any) -> None:
         """Move the hex pane to a problem's offset and the tree to its record."""
@@ -492,7 +492,7 @@ class OneModelApp(BackgroundWork, SearchActions, InsightActions, EditActions, Ap
 
         from .layout_screen import LayoutScreen
 
-        self.push_screen(LayoutScreen(self.bytemap, self.document), done)
+        self.push_screen(LayoutScreen(self.bytemap, self.document, self.verdict_note()), done)
 
     def load_document(self, doc: Document, unchecked: Any = None, *, select_first: bool = True, later: Any = None) -> None:
         """Show another document (the old one closed); ``unchecked``: see ``open_for_viewer``; ``select_first``

@@ -166,13 +166,13 @@ class LayoutScreen(ModalScreen[Any]):
     LayoutScreen > DataTable { height: 1fr; }
     """
 
-    def __init__(self, bytemap: ByteMap, document=None) -> None:
+    def __init__(self, bytemap: ByteMap, document=None, note: str = "") -> None:
         super().__init__()
         self.bytemap = bytemap
         self.document = document
         self.extents: list[Row] | None = None
         self._cancel = threading.Event()
-        self.note = ""
+        self.note = note
         """Why some extents may be missing (the app's ``verdict_note()``: "checking…"), or ''."""
 
     def checks_ended(self, note: str = "") -> None:
@@ -186,8 +186,6 @@ class LayoutScreen(ModalScreen[Any]):
         self._compute()
 
     def compose(self) -> ComposeResult:
-        note = getattr(self.app, "verdict_note", None)  # the viewer's (not the diff viewer's)
-        self.note = note() if callable(note) else ""
         yield Static(Text(" layout: computing…", style="bold"), id="layout-title")
         yield DataTable(cursor_type="row", zebra_stripes=True, id="layout-table")
         yield Footer()

@@ -34,7 +34,7 @@ class ProblemsScreen(ModalScreen[Any]):
     """
 
     def __init__(self, problems: list, findings: list, appeared: set | None = None, gone: list | None = None,
-                 files: list[str] | None = None) -> None:
+                 files: list[str] | None = None, note: str = "") -> None:
         super().__init__()
         self.gone = list(gone or [])
         """Problems the last edit made disappear (edit mode): listed after the problems, marked ``-``."""
@@ -44,7 +44,7 @@ class ProblemsScreen(ModalScreen[Any]):
         self._n_problems = len(problems) + len(self.gone)
         self.files = files
         """The file of each record (``A`` / ``B`` in the diff viewer), shown in a first column; None: one file."""
-        self.note = ""
+        self.note = note
         """Why the list may not be every problem (the app's ``verdict_note()``: "checking…"), or ''."""
 
     def show_records(self, problems: list, findings: list, note: str = "") -> None:
@@ -71,8 +71,6 @@ class ProblemsScreen(ModalScreen[Any]):
         return title
 
     def compose(self) -> ComposeResult:
-        note = getattr(self.app, "verdict_note", None)  # the viewer's (not the diff viewer's)
-        self.note = note() if self.files is None and callable(note) else ""
         yield Static(self._title(), id="problems-title")
         yield DataTable(cursor_type="row", zebra_stripes=True, id="problems-table")
         yield Footer()
