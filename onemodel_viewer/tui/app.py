@@ -124,7 +124,7 @@ class OneModelApp(BackgroundWork, SearchActions, InsightActions, EditActions, Ap
         self.exit_after_first_screen = exit_after_first_screen
         self.theme = "textual-dark"
         self._reset_search()
-        self._manifest_spans = ManifestSpans()
+        self.manifest_spans = ManifestSpans()  # where a record's bytes are in the manifest (the selection, an edit)
         self._locate_timer = None
         self.current: Entry | None = None
         """The entry shown in the detail pane."""
@@ -145,7 +145,7 @@ class OneModelApp(BackgroundWork, SearchActions, InsightActions, EditActions, Ap
 
     def on_unmount(self) -> None:
         self._background_cancel.set()
-        self._manifest_spans.close()
+        self.manifest_spans.close()
 
     # ------------------------------------------------------------------ compose / setup
     def compose(self) -> ComposeResult:
@@ -360,7 +360,7 @@ class OneModelApp(BackgroundWork, SearchActions, InsightActions, EditActions, Ap
             cur = self.current
             return cur is not None and cur.where == where
 
-        span = self._manifest_spans.span(self.document, where, is_current, lambda: worker.is_cancelled)
+        span = self.manifest_spans.span(self.document, where, is_current, lambda: worker.is_cancelled)
         if span is not None:
             try:
                 self.call_from_thread(self._highlight_span, where, *span)

@@ -159,7 +159,7 @@ class EditActions:
         have walked to the selection and know if a key repeats (a walk of its own: ~70 ms, the middle node of 10,000)."""
         image, worker = session.image, get_current_worker()
         manifest = image.manifest
-        span = None if manifest is None else self._manifest_spans.value_span(
+        span = None if manifest is None else self.manifest_spans.value_span(
             self.document, bytes(manifest), where, image.facts.keys_unique is True, lambda: worker.is_cancelled)
         if worker.is_cancelled:  # a newer E
             return
