@@ -186,3 +186,26 @@ async def until(pilot, done, seconds: float = 20.0) -> None:
     while not done():
         assert time.monotonic() < end, "state not reached"
         await pilot.pause(0.01)
+
+
+JSON_KEYS = ('"a"', '"\\u0061"', '"b"', '":"', '"\\u003a"', '"\\\\u003a"', '"é"', '"\\u00e9"', '"k:v"')
+"""Object keys (JSON text) for :func:`json_text`: one key spelt two ways (``"a"`` and ``"\\u0061"``, ``"é"``
+and ``"\\u00e9"``), colons in keys spelt out and escaped, and ``"\\\\u003a"`` (an escaped backslash: no colon)."""
+
+JSON_SCALARS = ("1", '"s"', '"a:b"', '"\\u003a"', "null", "[]", "{}")
+"""Leaf values (JSON text) for :func:`json_text`, colons inside strings among them."""
+
+
+def json_text(scalars=JSON_SCALARS, keys=JSON_KEYS, depth: int = 0):
+    """A hypothesis strategy for JSON text: one of ``scalars``, or arrays and objects (keys drawn from
+    ``keys``, so they may repeat) nested up to five levels deep around them (the duplicate-key tests)."""
+    from hypothesis import strategies as st
+
+    scalar = st.sampled_from(scalars)
+    if depth > 4:
+        return scalar
+    inner = st.deferred(lambda: json_text(scalars, keys, depth + 1))
+    arr = st.lists(inner, max_size=3).map(lambda xs: "[" + ",".join(xs) + "]")
+    obj = st.lists(st.tuples(st.sampled_from(keys), inner), max_size=4).map(
+        lambda kv: "{" + ",".join(f"{k}:{v}" for k, v in kv) + "}")
+    return st.one_of(scalar, arr, obj)

@@ -26,6 +26,7 @@ from onemodel_viewer.format import reader, writer
 from onemodel_viewer.format.errors import FormatError, Kind
 from onemodel_viewer.format.reader import open_path, open_with_manifest
 
+from conftest import JSON_KEYS, json_text  # noqa: E402 - the shared test helpers
 from test_reader_util import graph, model, node, pack, tensor, write
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -364,21 +365,11 @@ def _reference_dups(text: bytes) -> set:
     return _reachable_dups(M.Parsed(value, found))
 
 
-_KEYS = st.sampled_from(['"a"', '"\\u0061"', '"b"', '":"', '"\\u003a"', '"\\\\u003a"', '"é"', '"\\u00e9"', '"k:v"'])
-
-
-def _json_text(depth: int = 0):
-    scalar = st.sampled_from(["1", '"s"', '"a:b"', '"\\u003a"', "null", "[]", "{}"])
-    if depth > 4:
-        return scalar
-    inner = st.deferred(lambda: _json_text(depth + 1))
-    arr = st.lists(inner, max_size=3).map(lambda xs: "[" + ",".join(xs) + "]")
-    obj = st.lists(st.tuples(_KEYS, inner), max_size=4).map(lambda kv: "{" + ",".join(f"{k}:{v}" for k, v in kv) + "}")
-    return st.one_of(scalar, arr, obj)
+_KEYS = st.sampled_from(JSON_KEYS)
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.tuples(_KEYS, _json_text()), max_size=5))
+@given(st.lists(st.tuples(_KEYS, json_text()), max_size=5))
 def test_duplicates_agree_with_the_pairs_hook(members):
     """The cheap proof and the byte walk find exactly the objects the old pairs hook found,
     among those the parsed value holds (a later duplicate replaces an object with its own)."""
@@ -427,7 +418,7 @@ def test_duplicates_deeper_than_orjson_writes_are_found():
     assert d == {"k": 2} and keys == ["k"]
 
 
-@given(members=st.lists(st.tuples(_KEYS, _json_text()), max_size=6),
+@given(members=st.lists(st.tuples(_KEYS, json_text()), max_size=6),
        items=st.integers(0, 5000))
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 def test_duplicates_found_a_piece_at_a_time_like_at_once(members, items):
