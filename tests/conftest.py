@@ -147,6 +147,32 @@ def hold_method(monkeypatch, cls, name: str):
     return reached, go
 
 
+def hold_checks(monkeypatch):
+    """Make the viewer's background job wait (in its thread) before the deferred checks of its two-step
+    open: ``(reached, go)`` (:func:`hold_method` on ``OneModelApp._finish_checks``)."""
+    from onemodel_viewer.tui.app import OneModelApp
+
+    return hold_method(monkeypatch, OneModelApp, "_finish_checks")
+
+
+@contextlib.asynccontextmanager
+async def held_checks(monkeypatch, path, size: tuple[int, int] = VIEWER_SIZE) -> AsyncIterator:
+    """The viewer on ``path`` under Pilot, once its background job waits before the deferred checks
+    (:func:`hold_checks`): ``(app, pilot, go)``. ``go.set()`` lets the checks run; it is set on the way
+    out whatever happened, so that no job is left waiting."""
+    from onemodel_viewer.tui.app import make_app
+
+    reached, go = hold_checks(monkeypatch)
+    app = make_app(str(path))
+    try:
+        async with app.run_test(size=size) as pilot:
+            await until(pilot, reached.is_set)
+            await pilot.pause()
+            yield app, pilot, go
+    finally:
+        go.set()
+
+
 def slow_facts(monkeypatch, seconds: float) -> None:
     """The graph's facts (``Facts._compute``) take ``seconds`` more: whatever waits for them after an
     edit's verdict (the swapped rows, the selection shown again) comes that much later."""
