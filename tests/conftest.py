@@ -147,6 +147,32 @@ def hold_method(monkeypatch, cls, name: str):
     return reached, go
 
 
+def hold_checks(monkeypatch):
+    """Make the viewer's background job wait (in its thread) before the deferred checks of its two-step
+    open: ``(reached, go)`` (:func:`hold_method` on ``OneModelApp._finish_checks``)."""
+    from onemodel_viewer.tui.app import OneModelApp
+
+    return hold_method(monkeypatch, OneModelApp, "_finish_checks")
+
+
+@contextlib.asynccontextmanager
+async def held_checks(monkeypatch, path, size: tuple[int, int] = VIEWER_SIZE) -> AsyncIterator:
+    """The viewer on ``path`` under Pilot, once its background job waits before the deferred checks
+    (:func:`hold_checks`): ``(app, pilot, go)``. ``go.set()`` lets the checks run; it is set on the way
+    out whatever happened, so that no job is left waiting."""
+    from onemodel_viewer.tui.app import make_app
+
+    reached, go = hold_checks(monkeypatch)
+    app = make_app(str(path))
+    try:
+        async with app.run_test(size=size) as pilot:
+            await until(pilot, reached.is_set)
+            await pilot.pause()
+            yield app, pilot, go
+    finally:
+        go.set()
+
+
 def slow_facts(monkeypatch, seconds: float) -> None:
     """The graph's facts (``Facts._compute``) take ``seconds`` more: whatever waits for them after an
     edit's verdict (the swapped rows, the selection shown again) comes that much later."""
@@ -186,3 +212,26 @@ async def until(pilot, done, seconds: float = 20.0) -> None:
     while not done():
         assert time.monotonic() < end, "state not reached"
         await pilot.pause(0.01)
+
+
+JSON_KEYS = ('"a"', '"\\u0061"', '"b"', '":"', '"\\u003a"', '"\\\\u003a"', '"é"', '"\\u00e9"', '"k:v"')
+"""Object keys (JSON text) for :func:`json_text`: one key spelt two ways (``"a"`` and ``"\\u0061"``, ``"é"``
+and ``"\\u00e9"``), colons in keys spelt out and escaped, and ``"\\\\u003a"`` (an escaped backslash: no colon)."""
+
+JSON_SCALARS = ("1", '"s"', '"a:b"', '"\\u003a"', "null", "[]", "{}")
+"""Leaf values (JSON text) for :func:`json_text`, colons inside strings among them."""
+
+
+def json_text(scalars=JSON_SCALARS, keys=JSON_KEYS, depth: int = 0):
+    """A hypothesis strategy for JSON text: one of ``scalars``, or arrays and objects (keys drawn from
+    ``keys``, so they may repeat) nested up to five levels deep around them (the duplicate-key tests)."""
+    from hypothesis import strategies as st
+
+    scalar = st.sampled_from(scalars)
+    if depth > 4:
+        return scalar
+    inner = st.deferred(lambda: json_text(scalars, keys, depth + 1))
+    arr = st.lists(inner, max_size=3).map(lambda xs: "[" + ",".join(xs) + "]")
+    obj = st.lists(st.tuples(st.sampled_from(keys), inner), max_size=4).map(
+        lambda kv: "{" + ",".join(f"{k}:{v}" for k, v in kv) + "}")
+    return st.one_of(scalar, arr, obj)

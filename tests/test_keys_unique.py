@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from onemodel_viewer.format import manifest as M
 from onemodel_viewer.format.edit_image import Image, parse_edit
 
+from conftest import JSON_KEYS, JSON_SCALARS, json_text  # noqa: E402 - the shared test helpers
 from test_reader_util import graph, model, node, pack, write
 
 
@@ -56,22 +57,12 @@ def test_a_value_nested_deeper_than_the_standard_library_goes_is_answered():
     assert not M.keys_unique(deep.replace(b'"j"', b'"k"'))
 
 
-_KEYS = st.sampled_from(['"a"', '"\\u0061"', '"b"', '":"', '"\\u003a"', '"\\\\u003a"', '"é"', '"\\u00e9"',
-                         '"k:v"', '"\\ud800"'])
-
-
-def _json_text(depth: int = 0):
-    scalar = st.sampled_from(["1", '"s"', '"a:b"', '"\\u003a"', "null", "[]", "{}", "NaN", "1e400", '"\\udc00"'])
-    if depth > 4:
-        return scalar
-    inner = st.deferred(lambda: _json_text(depth + 1))
-    arr = st.lists(inner, max_size=3).map(lambda xs: "[" + ",".join(xs) + "]")
-    obj = st.lists(st.tuples(_KEYS, inner), max_size=4).map(lambda kv: "{" + ",".join(f"{k}:{v}" for k, v in kv) + "}")
-    return st.one_of(scalar, arr, obj)
+_KEYS = JSON_KEYS + ('"\\ud800"',)  # a lone surrogate key
+_SCALARS = JSON_SCALARS + ("NaN", "1e400", '"\\udc00"')  # what orjson refuses and the standard library takes
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(_json_text(), st.sampled_from(["", " ", "\n\t"]), st.sampled_from(["", "x", ",", "]"]))
+@given(json_text(_SCALARS, _KEYS), st.sampled_from(["", " ", "\n\t"]), st.sampled_from(["", "x", ",", "]"]))
 def test_keys_unique_agrees_with_the_pairs_hook_on_any_value(text, space, junk):
     """Objects, arrays and scalars at the top, escapes ("\\u0061" is "a"), nested objects, values orjson
     refuses and the standard library takes (NaN, 1e400, lone surrogates), and text that is not JSON."""

@@ -17,13 +17,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from onemodel_viewer.analysis import layout
+from onemodel_viewer.format import json_scan
 from onemodel_viewer.format import manifest as M
+from onemodel_viewer.format import manifest_keys as K
 from onemodel_viewer.format.canonical import STEP_CHUNKS
 from onemodel_viewer.format.canonical import compact_json, writer_chunks
 from onemodel_viewer.format import reader, writer
 from onemodel_viewer.format.errors import FormatError, Kind
 from onemodel_viewer.format.reader import open_path, open_with_manifest
 
+from conftest import JSON_KEYS, json_text  # noqa: E402 - the shared test helpers
 from test_reader_util import graph, model, node, pack, tensor, write
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -187,7 +190,7 @@ def test_orjson_minimum_in_pyproject_has_the_exact_limit():
     text = (ROOT / "pyproject.toml").read_text()
     (pin,) = re.findall(r'"orjson>=([0-9.]+)"', text)
     assert tuple(map(int, pin.split("."))) >= (3, 9, 15)
-    assert M._orjson_stops_at_max_depth(orjson) and M._orjson() is orjson
+    assert json_scan._orjson_stops_at_max_depth(orjson) and M._orjson() is orjson
 
 
 # --- what orjson refuses, explained as before --------------------------------------------------
@@ -362,21 +365,11 @@ def _reference_dups(text: bytes) -> set:
     return _reachable_dups(M.Parsed(value, found))
 
 
-_KEYS = st.sampled_from(['"a"', '"\\u0061"', '"b"', '":"', '"\\u003a"', '"\\\\u003a"', '"é"', '"\\u00e9"', '"k:v"'])
-
-
-def _json_text(depth: int = 0):
-    scalar = st.sampled_from(["1", '"s"', '"a:b"', '"\\u003a"', "null", "[]", "{}"])
-    if depth > 4:
-        return scalar
-    inner = st.deferred(lambda: _json_text(depth + 1))
-    arr = st.lists(inner, max_size=3).map(lambda xs: "[" + ",".join(xs) + "]")
-    obj = st.lists(st.tuples(_KEYS, inner), max_size=4).map(lambda kv: "{" + ",".join(f"{k}:{v}" for k, v in kv) + "}")
-    return st.one_of(scalar, arr, obj)
+_KEYS = st.sampled_from(JSON_KEYS)
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.tuples(_KEYS, _json_text()), max_size=5))
+@given(st.lists(st.tuples(_KEYS, json_text()), max_size=5))
 def test_duplicates_agree_with_the_pairs_hook(members):
     """The cheap proof and the byte walk find exactly the objects the old pairs hook found,
     among those the parsed value holds (a later duplicate replaces an object with its own)."""
@@ -386,7 +379,7 @@ def test_duplicates_agree_with_the_pairs_hook(members):
 
 def test_duplicates_proof_skips_the_walk_on_a_manifest_without_any(monkeypatch):
     walked: list = []
-    monkeypatch.setattr(M, "_duplicate_keys", lambda data: walked.append(1) or [])
+    monkeypatch.setattr(K, "_duplicate_keys", lambda data: walked.append(1) or [])
     text = json.dumps(model(graph(nodes=[node("Relu", ["a:b"], [":"], name=f"日{i}") for i in range(50)])), ensure_ascii=False)
     data = text.replace('":"', '"\\u003a"', 3).encode()  # a colon spelt as an escape is a colon too
     assert b"\\u003a" in data
@@ -425,7 +418,7 @@ def test_duplicates_deeper_than_orjson_writes_are_found():
     assert d == {"k": 2} and keys == ["k"]
 
 
-@given(members=st.lists(st.tuples(_KEYS, _json_text()), max_size=6),
+@given(members=st.lists(st.tuples(_KEYS, json_text()), max_size=6),
        items=st.integers(0, 5000))
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 def test_duplicates_found_a_piece_at_a_time_like_at_once(members, items):
@@ -440,12 +433,12 @@ def test_duplicates_found_a_piece_at_a_time_like_at_once(members, items):
     later = M.with_duplicates(text, M.parse(text, duplicates=False), step=lambda: steps.append(1) and False)
     assert later.checked_duplicates and not later.compact
     assert _reachable_dups(later) == _reachable_dups(at_once) == _reference_dups(text)
-    assert len(steps) >= items // M._PIECE
+    assert len(steps) >= items // K._PIECE
 
 
 def test_duplicates_a_piece_at_a_time_prove_without_the_walk_and_stop_when_asked(monkeypatch):
     walked: list = []
-    monkeypatch.setattr(M, "_duplicate_keys", lambda data: walked.append(1) or [])
+    monkeypatch.setattr(K, "_duplicate_keys", lambda data: walked.append(1) or [])
     text = b'{"k:":{"a":"b:c"},"graph":{"nodes":[' + b",".join([b'{"op":"Relu","x\\u003a":[":"]}'] * 5000) + b"]}}"
     parsed = M.parse(text, duplicates=False)
     assert M.with_duplicates(text, parsed, step=lambda: False).duplicates == [] and walked == []
@@ -459,7 +452,7 @@ def test_duplicates_a_piece_at_a_time_stop_when_asked_while_counting_the_colons(
     text = b'{"graph":{"nodes":[' + b",".join([b'{"op":"Relu","in":["x:y"]}'] * 200_000) + b"]}}"
     assert len(text) > 4 * M._CHUNK
     parsed = M.parse(text, duplicates=False)
-    encoded = M._written_colons
+    encoded = K.written_colons
     counting: list = []
 
     def written_then_count(value, step):
@@ -467,7 +460,7 @@ def test_duplicates_a_piece_at_a_time_stop_when_asked_while_counting_the_colons(
         counting.append(True)
         return total
 
-    monkeypatch.setattr(M, "_written_colons", written_then_count)
+    monkeypatch.setattr(K, "written_colons", written_then_count)
     asked: list = []
 
     def step() -> bool:

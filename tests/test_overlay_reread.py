@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from onemodel_viewer.format import manifest, reader
+from onemodel_viewer.format import manifest_keys, reader
 from onemodel_viewer.format.overlay import EditSession
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -54,8 +54,8 @@ def test_manifest_edits_keep_the_proof_and_the_re_read_does_not_look_for_duplica
     session.apply('manifest.graph.nodes[0].inputs[0]="undefined-x"')
     assert session.keys_unique
     searched = []
-    real = manifest._duplicates
-    monkeypatch.setattr(manifest, "_duplicates", lambda *a: searched.append(1) or real(*a))
+    real = manifest_keys.duplicates
+    monkeypatch.setattr(manifest_keys, "duplicates", lambda *a: searched.append(1) or real(*a))
     with session.document() as doc:
         assert searched == []
         assert any(p.where == "manifest.graph.nodes[0].inputs[0]" for p in doc.problems)

@@ -4,16 +4,14 @@ the background job, and what they find reaches the info bar, the problems group 
 
 from __future__ import annotations
 
-import threading
-
 from onemodel_viewer.format import reader
 from onemodel_viewer.tui import background
-from onemodel_viewer.tui.app import OneModelApp, make_app
+from onemodel_viewer.tui.app import make_app
 from onemodel_viewer.tui.background import OpenRest
 from onemodel_viewer.tui.info_bar import InfoBar
 from onemodel_viewer.tui.structure_tree import StructureTree
 
-from conftest import hold_method, wait_for_workers  # noqa: E402 - the shared Pilot helpers
+from conftest import held_checks, hold_checks, wait_for_workers  # noqa: E402 - the shared Pilot helpers
 from test_reader_lazy import _chain_model
 from test_reader_util import pack, write
 
@@ -28,11 +26,6 @@ def broken_chain(tmp_path, monkeypatch) -> str:
     m = _chain_model()
     m["graph"]["nodes"][33]["inputs"] = ["nowhere"]
     return str(write(tmp_path, pack(m, b"\0" * 8)))
-
-
-def hold_checks(monkeypatch) -> tuple[threading.Event, threading.Event]:
-    """Make the background job wait (in its thread) before the deferred checks: (reached, go)."""
-    return hold_method(monkeypatch, OneModelApp, "_finish_checks")
 
 
 async def until(pilot, cond) -> None:
@@ -85,21 +78,15 @@ async def test_problems_of_the_deferred_checks_reach_the_info_bar_the_group_and_
 
 
 async def test_a_cursor_moved_before_the_checks_end_stays_where_it_is(tmp_path, monkeypatch):
-    reached, go = hold_checks(monkeypatch)
-    app = make_app(broken_chain(tmp_path, monkeypatch))
-    try:
-        async with app.run_test(size=SIZE) as pilot:
-            await until(pilot, reached.is_set)
-            await pilot.press("down")
-            await until(pilot, lambda: app.current is not None and app.current.kind != "model")
-            moved = app.current
-            go.set()
-            await until(pilot, lambda: not app.checks_pending)
-            await wait_for_workers(app)
-            assert "(1)" in group(app, "problems") and "1 problem" in info(app)
-            assert app.current is moved
-    finally:
+    async with held_checks(monkeypatch, broken_chain(tmp_path, monkeypatch), SIZE) as (app, pilot, go):
+        await pilot.press("down")
+        await until(pilot, lambda: app.current is not None and app.current.kind != "model")
+        moved = app.current
         go.set()
+        await until(pilot, lambda: not app.checks_pending)
+        await wait_for_workers(app)
+        assert "(1)" in group(app, "problems") and "1 problem" in info(app)
+        assert app.current is moved
 
 
 async def test_checks_that_fail_leave_no_valid_verdict(tmp_path, monkeypatch):

@@ -1,11 +1,49 @@
 """Bracket-level JSON scanning shared by the manifest parser (the depth problem's offset) and the
-:class:`~.manifest_locate.Locator` (skipping containers, background scans), and lazily compiled regexes."""
+:class:`~.manifest_locate.Locator` (skipping containers, background scans), lazily compiled regexes,
+and what the manifest parser shares with its duplicate-key detection (:mod:`.manifest_keys`): orjson
+imported on first use, the JSON token and whitespace patterns, the chunk size of a bounded read."""
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["LazyRe", "brackets", "container_end"]
+__all__ = ["CHUNK", "MAX_DEPTH", "TOKEN", "WS_B", "LazyRe", "brackets", "container_end", "lazy_orjson"]
+
+MAX_DEPTH = 1024
+"""Deepest JSON nesting accepted (arrays and objects; the top-level object is level 1)."""
+
+CHUNK = 1 << 20
+"""Bytes decoded or counted at a time by the manifest's bounded reads (1 MiB)."""
+
+
+def _orjson_stops_at_max_depth(orjson) -> bool:
+    """orjson 3.9.15 and later refuse exactly the 1025th level (3.9.14 had no limit at all)."""
+    try:
+        orjson.loads(b"[" * MAX_DEPTH + b"]" * MAX_DEPTH)
+    except orjson.JSONDecodeError:
+        return False
+    try:
+        orjson.loads(b"[" * (MAX_DEPTH + 1) + b"]" * (MAX_DEPTH + 1))
+    except orjson.JSONDecodeError:
+        return True
+    return False
+
+
+_ORJSON = None
+
+
+def lazy_orjson():
+    """The orjson module, imported (and its depth limit checked) on first use: importing it brings
+    dataclasses, inspect, uuid and datetime (~8 ms), which a process that parses no manifest
+    (``--check`` of an ONNX file, ``--help``) does not pay."""
+    global _ORJSON
+    if _ORJSON is None:
+        import orjson
+
+        if not _orjson_stops_at_max_depth(orjson):  # pragma: no cover - pyproject requires orjson>=3.9.15
+            raise ImportError(f"orjson {orjson.__version__} does not stop at {MAX_DEPTH} JSON levels; install orjson>=3.9.15")
+        _ORJSON = orjson
+    return _ORJSON
 
 
 class LazyRe:
@@ -73,3 +111,10 @@ def container_end(data, pos: int, every=None) -> int:
             if depth == 0:
                 return i + 1
     return -1
+
+
+WS_B = LazyRe(rb"[ \t\n\r]*")
+"""JSON whitespace, in bytes."""
+
+TOKEN = LazyRe(rb'"[^"\\]*+(?:\\.[^"\\]*+)*+"|[\[\]{},]', re.S)
+"""A JSON string, whole, or a bracket or comma (in bytes): the tokens of the manifest's byte walks."""

@@ -23,8 +23,8 @@ before: a number field then reports such a number at its own path.
 Duplicate keys are findings, not problems (JSON's last value wins, as in orjson and every parser
 measured). orjson keeps the last value silently, so ``duplicates=True`` first proves there are
 none cheaply (the ``:`` orjson writes for the value against the manifest's own), and only when
-that fails walks the bytes (:func:`_duplicate_keys`, linear, no recursion). :func:`keys_unique`
-answers the same of any JSON value (an edit's).
+that fails walks the bytes (linear, no recursion): both in :mod:`.manifest_keys`, whose
+:func:`keys_unique` (re-exported here) answers the same of any JSON value (an edit's).
 
 Problems: kind ``Malformed`` at ``manifest`` (offset: manifest offset + byte position of the
 error) for BOM, invalid UTF-8, invalid JSON, NaN/Infinity, a top level that is not an object;
@@ -47,47 +47,21 @@ import time  # noqa: F401 - tests patch ``M.time.sleep`` (the Locator's backgrou
 from json import decoder as _json_decoder
 from json import scanner as _json_scanner
 
+from . import manifest_keys as _keys
 from .canonical import canonical_structure, canonical_text, writer_difference  # noqa: F401
 from .errors import FormatError, Kind
+from .json_scan import CHUNK as _CHUNK
+from .json_scan import MAX_DEPTH
+from .json_scan import TOKEN as _TOKEN
+from .json_scan import WS_B as _WS_B
 from .json_scan import LazyRe as _LazyRe
 from .json_scan import brackets as _brackets
+from .json_scan import lazy_orjson as _orjson
+from .manifest_keys import keys_unique  # noqa: F401
 from .manifest_locate import Locator, LookupCancelled, locate, locate_nearest  # noqa: F401
 from .manifest_path import join, split_path  # noqa: F401
 
-MAX_DEPTH = 1024
-"""Deepest JSON nesting accepted (arrays and objects; the top-level object is level 1)."""
-
 _BOM = b"\xef\xbb\xbf"
-
-
-def _orjson_stops_at_max_depth(orjson) -> bool:
-    """orjson 3.9.15 and later refuse exactly the 1025th level (3.9.14 had no limit at all)."""
-    try:
-        orjson.loads(b"[" * MAX_DEPTH + b"]" * MAX_DEPTH)
-    except orjson.JSONDecodeError:
-        return False
-    try:
-        orjson.loads(b"[" * (MAX_DEPTH + 1) + b"]" * (MAX_DEPTH + 1))
-    except orjson.JSONDecodeError:
-        return True
-    return False
-
-
-_ORJSON = None
-
-
-def _orjson():
-    """The orjson module, imported (and its depth limit checked) on first use: importing it brings
-    dataclasses, inspect, uuid and datetime (~8 ms), which a process that parses no manifest
-    (``--check`` of an ONNX file, ``--help``) does not pay."""
-    global _ORJSON
-    if _ORJSON is None:
-        import orjson
-
-        if not _orjson_stops_at_max_depth(orjson):  # pragma: no cover - pyproject requires orjson>=3.9.15
-            raise ImportError(f"orjson {orjson.__version__} does not stop at {MAX_DEPTH} JSON levels; install orjson>=3.9.15")
-        _ORJSON = orjson
-    return _ORJSON
 
 
 class _Constant(Exception):
@@ -116,9 +90,6 @@ class Parsed:
 
 # ---------------------------------------------------------------------------------------------
 # bytes without copies: UTF-8 and character positions in bounded chunks
-
-_CHUNK = 1 << 20
-
 
 def _utf8_error(data) -> tuple[int, str] | None:
     """(byte offset, reason) of the first invalid UTF-8 in ``data``, or None; decodes 1 MiB at a time."""
@@ -172,7 +143,6 @@ def _err(kind: Kind, where: str, offset: int | None, message: str) -> FormatErro
     return FormatError(kind, where, offset, message)
 
 
-_WS_B = _LazyRe(rb"[ \t\n\r]*")
 _VALUE_START = frozenset(b'"[-0123456789tfn')
 _SURROGATE_ESCAPE = _LazyRe(rb"\\u[dD][89a-fA-F]")
 _CONSTANT_TOKENS = _LazyRe(r'"[^"\\]*(?:\\.[^"\\]*)*"|(-?Infinity|NaN)', re.S)
@@ -201,46 +171,32 @@ def parse(data, base: int = 64, duplicates: bool = True) -> Parsed:
         value = _refused(data, base, e.pos, e.msg)  # raises, or the standard library's value
     if not duplicates:
         return Parsed(value, [], False)
-    dups, compact = _duplicates(data, value)
+    dups, compact = _keys.duplicates(data, value)
     return Parsed(value, dups, True, compact)
 
 
 def with_duplicates(data, parsed: Parsed, step=None) -> Parsed | None:
     """``parsed`` (a parse of ``data`` made with ``duplicates=False``) with its duplicate keys detected,
-    without parsing again (:func:`_duplicates`: ~2 ms for 2.3 MB against ~15 ms for the parse and the
-    collections its ~10^5 new objects trigger); ``parsed`` itself when they were detected already.
+    without parsing again (:func:`.manifest_keys.duplicates`: ~2 ms for 2.3 MB against ~15 ms for the
+    parse and the collections its ~10^5 new objects trigger); ``parsed`` itself when they were detected
+    already.
 
-    ``step`` (a background job's): the count proof is made a piece at a time (:func:`_written_colons`),
-    ``step()`` asked between pieces, so that no call holds the interpreter long (one ``orjson.dumps`` of
-    a 10^6-node manifest holds it ~0.2 s); ``compact`` stays unknown; None when ``step()`` said stop.
+    ``step`` (a background job's): the count proof is made a piece at a time
+    (:func:`.manifest_keys.written_colons`), ``step()`` asked between pieces, so that no call holds the
+    interpreter long (one ``orjson.dumps`` of a 10^6-node manifest holds it ~0.2 s); ``compact`` stays
+    unknown; None when ``step()`` said stop.
     """
     if parsed.checked_duplicates:
         return parsed
     if step is None:
-        dups, compact = _duplicates(data, parsed.value)
+        dups, compact = _keys.duplicates(data, parsed.value)
         return Parsed(parsed.value, dups, True, compact)
-    written = _written_colons(parsed.value, step)
-    spelt = None if written is None else _spelt_colons(data, step)
+    written = _keys.written_colons(parsed.value, step)
+    spelt = None if written is None else _keys.spelt_colons(data, step)
     if spelt is None:
         return None
-    dups = [] if written == spelt else _duplicate_objects(data, parsed.value)
+    dups = [] if written == spelt else _keys.duplicate_objects(data, parsed.value)
     return Parsed(parsed.value, dups, True, False)
-
-
-def keys_unique(data) -> bool:
-    """Whether ``data`` (bytes or a memoryview) is one JSON value of any type in which no object repeats
-    a key (``"a"`` and ``"\\u0061"`` repeat); False when one does or when it does not parse by the standard
-    library's rules (``NaN``, ``1e400``, a lone surrogate parse). :func:`parse`'s proofs, then its walk."""
-    try:
-        value = _orjson().loads(data)
-    except _orjson().JSONDecodeError:  # what orjson refuses and the standard library may take
-        try:
-            json.loads(bytes(data))
-        except (ValueError, RecursionError):
-            return False
-        start = _WS_B.match(data).end()
-        return data[start] not in (0x7B, 0x5B) or not _duplicate_keys(data)
-    return type(value) not in (dict, list) or not _duplicates(data, value)[0]  # the walk wants a container
 
 
 def _not_an_object(data, base: int, start: int) -> FormatError:
@@ -402,9 +358,7 @@ def _find_surrogate(value, where: str):
 
 
 # ---------------------------------------------------------------------------------------------
-# walking the bytes: duplicate keys, the path of a byte
-
-_TOKEN = _LazyRe(rb'"[^"\\]*+(?:\\.[^"\\]*+)*+"|[\[\]{},]', re.S)
+# walking the bytes: the path of a byte
 
 
 def _lone_surrogate(data, pos: int) -> tuple[str, int, str] | None:
@@ -449,165 +403,3 @@ def _lone_surrogate(data, pos: int) -> tuple[str, int, str] | None:
         elif stack:
             stack.pop()
     return None
-
-
-def _duplicates(data, value: dict) -> tuple[list, bool]:
-    """(``Parsed.duplicates``, ``Parsed.compact``) of valid JSON ``data`` whose parse is ``value``.
-
-    Cheapest proof first: ``data`` is orjson's encoding of ``value`` (a memcmp; a repeated key would
-    be missing from the encoding), as for every file this project's writer wrote. Then:
-    orjson writes one ``:`` per key of ``value`` plus those inside its strings;
-    ``data`` holds one per key it spells out plus those inside its strings (a ``\\u003a`` escape
-    is a ``:`` too: counted, perhaps too many). A dropped duplicate loses its key (and maybe its
-    value's keys and strings), so equal counts prove there was none (~3 ms for 2.3 MB). Else the
-    byte walk, linear, no recursion.
-    """
-    try:
-        encoded = _orjson().dumps(value)
-    except _orjson().JSONEncodeError:  # deeper than orjson writes (255 levels)
-        encoded = None
-    if encoded is not None:
-        if encoded == data:
-            return [], True
-        written = encoded.count(b":")
-        del encoded
-        if written == _spelt_colons(data):
-            return [], False
-    return _duplicate_objects(data, value), False
-
-
-def _spelt_colons(data, step=None) -> int | None:
-    """The ``:`` of manifest bytes ``data``, a ``\\u003a`` escape counted as one; None when ``step()`` said stop."""
-    spelt = _count(data, b":", step)
-    escapes = None if spelt is None else _count(data, b"\\", step)
-    if not escapes:
-        return None if escapes is None else spelt
-    for escaped in (b"\\u003a", b"\\u003A"):
-        more = _count(data, escaped, step)
-        if more is None:
-            return None
-        spelt += more
-    return spelt
-
-
-_PIECE = 2048
-"""Array items :func:`_written_colons` encodes in one call (2,048 plain nodes: ~0.5 ms)."""
-
-
-def _written_colons(value, step) -> int | None:
-    """The ``:`` of orjson's encoding of ``value``, encoded a piece at a time (``step()`` asked after
-    each; None when it said stop): objects reached through objects from the top key by key (one ``:``
-    a key, plus those in the key), arrays :data:`_PIECE` items at a time, anything else whole."""
-    dumps = _orjson().dumps
-    total = 0
-    stack = [value]
-    while stack:
-        v = stack.pop()
-        if type(v) is dict:
-            total += len(v) + sum(k.count(":") for k in v)
-            for x in v.values():
-                if type(x) is list:
-                    stack.extend(x[i : i + _PIECE] for i in range(0, len(x), _PIECE))
-                else:
-                    stack.append(x)
-            continue
-        try:
-            total += dumps(v).count(b":")
-        except _orjson().JSONEncodeError:  # deeper than orjson writes (255 levels)
-            return -1  # a count no manifest spells: the byte walk decides
-        if step():
-            return None
-    return total
-
-
-def _duplicate_objects(data, value: dict) -> list:
-    """``Parsed.duplicates`` of valid JSON ``data`` whose parse is ``value``: the byte walk."""
-    out = []
-    for steps, keys in _duplicate_keys(data):
-        d = value
-        for s in steps:
-            d = d[s]
-        if type(d) is dict:
-            out.append((d, keys))
-    return out
-
-
-def _count(data, needle: bytes, step=None) -> int | None:
-    """``data.count(needle)`` for bytes or a memoryview (which has no ``count``), 1 MiB at a time;
-    with ``step`` (asked between chunks: a background job's), bytes too; None when ``step()`` said stop."""
-    if isinstance(data, bytes) and step is None:
-        return data.count(needle)
-    n, k, total = len(data), len(needle) - 1, 0
-    with memoryview(data) as mv:
-        for pos in range(0, n, _CHUNK):
-            with mv[pos : min(n, pos + _CHUNK + k)] as chunk:
-                total += bytes(chunk).count(needle)
-            if step is not None and step():
-                return None
-    return total  # a needle that starts in one chunk and ends in the next is counted once: in its first
-
-
-def _duplicate_keys(data) -> list[tuple[list, list[str]]]:
-    """(path steps, repeated keys) of each object of valid JSON ``data`` that repeats a key and is
-    part of the parsed value: an object inside a value that a later duplicate replaced is not
-    (the last value wins). Keys compare as their decoded bytes (``"a"`` and ``"\\u0061"`` repeat)."""
-    # frame: [is_object, keys seen (objects), key or index, expecting a key, repeated keys, children]
-    # children: what was found inside, per key (objects; a repeated key drops its earlier value's)
-    # or as (index, bundle) (arrays); a bundle is (repeated keys or None, children, is_object)
-    stack: list[list] = []
-    root = None
-    for m in _TOKEN.finditer(data):
-        t = m.group()
-        c = t[0]
-        if c == 0x22:
-            top = stack[-1]
-            if top[3]:
-                top[3] = False
-                t = json.loads(t).encode("utf-8", "surrogatepass") if 0x5C in t else t[1:-1]  # 0x5C: \
-                if t in top[1]:
-                    if top[4] is None:
-                        top[4] = {}
-                    top[4][t] = None
-                    if top[5]:
-                        top[5].pop(t, None)
-                else:
-                    top[1].add(t)
-                top[2] = t
-        elif c == 0x2C:
-            top = stack[-1]
-            if top[0]:
-                top[3] = True
-            else:
-                top[2] += 1
-        elif c == 0x7B:
-            stack.append([True, set(), None, True, None, None])
-        elif c == 0x5B:
-            stack.append([False, None, 0, False, None, None])
-        else:
-            f = stack.pop()
-            if f[4] is None and not f[5]:
-                continue
-            bundle = (f[4], f[5], f[0])
-            if not stack:
-                root = bundle
-                break
-            p = stack[-1]
-            if p[0]:
-                if p[5] is None:
-                    p[5] = {}
-                p[5][p[2]] = bundle
-            else:
-                if p[5] is None:
-                    p[5] = []
-                p[5].append((p[2], bundle))
-    out: list = []
-    todo = [([], root)] if root is not None else []
-    while todo:
-        steps, (keys, children, is_object) = todo.pop()
-        if keys:
-            out.append((steps, [k.decode("utf-8", "surrogatepass") for k in keys]))
-        if children:
-            items = children.items() if is_object else children
-            for step, child in reversed(list(items)):
-                todo.append((steps + [step.decode("utf-8", "surrogatepass") if is_object else step], child))
-    return out
