@@ -27,15 +27,9 @@ from operator import itemgetter as _itemgetter
 
 from .dtypes import AttrType
 from .json_scan import LazyRe
+from .json_scan import lazy_orjson as _orjson
 
 __all__ = ["canonical_structure", "canonical_text", "writer_difference"]
-
-
-def _orjson():
-    """orjson, imported on first use (the manifest parser has imported it by then)."""
-    import orjson
-
-    return orjson
 
 
 STEP_CHUNKS = 256

@@ -26,6 +26,7 @@ from . import manifest as _manifest
 from .document import HEADER_FIELDS, HEADER_SIZE
 from .errors import FormatError, Kind
 from .header import MAGIC
+from .json_scan import lazy_orjson
 from .manifest_locate import Locator
 from .manifest_path import join, split_path
 from .output import atomic_output, write_all
@@ -434,7 +435,7 @@ def _spliced(top: dict, steps: list, value: bytes | None) -> dict | None:
     added), as parsing the edited bytes gives it: only the containers on the path are copied. None when it
     may not be that parse: orjson refuses the value (the reader then takes the standard library's rules), it
     nests deep, or the path does not lead through ``top`` as it led through the bytes."""
-    import orjson  # what the manifest parse uses (imported by then)
+    orjson = lazy_orjson()  # what the manifest parse uses
 
     new = _DELETE
     if value is not None:
