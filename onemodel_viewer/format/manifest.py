@@ -75,9 +75,10 @@ def _reject_constant(name: str):
 class Parsed:
     """A parsed manifest: the top-level object and the objects that had duplicate keys."""
 
-    __slots__ = ("value", "duplicates", "checked_duplicates", "compact")
+    __slots__ = ("value", "duplicates", "checked_duplicates", "compact", "stdlib")
 
-    def __init__(self, value: dict, duplicates: list, checked_duplicates: bool = True, compact: bool = False) -> None:
+    def __init__(self, value: dict, duplicates: list, checked_duplicates: bool = True, compact: bool = False,
+                 stdlib: bool = False) -> None:
         self.value = value
         self.duplicates = duplicates
         """``[(dict, [key, ...]), ...]``: each object of ``value`` that repeated a key, and the repeated keys."""
@@ -86,6 +87,9 @@ class Parsed:
         self.compact = compact
         """True when the manifest bytes are exactly orjson's compact encoding of ``value`` (found while
         detecting duplicates; False when not known): then no key repeats and no byte is formatting."""
+        self.stdlib = stdlib
+        """True when the standard library parsed the bytes (orjson refused a number beyond a double, a lone
+        surrogate): its values differ from orjson's (a 20-digit integer is an ``int``, not a ``float``)."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -165,14 +169,16 @@ def parse(data, base: int = 64, duplicates: bool = True) -> Parsed:
         # Not an object, whatever follows: no need to build the value (a 300 MB string) or to give
         # orjson the bytes (it first allocates a working buffer the size of its input).
         raise _not_an_object(data, base, start)
+    stdlib = False
     try:
         value = _orjson().loads(data)
     except _orjson().JSONDecodeError as e:
         value = _refused(data, base, e.pos, e.msg)  # raises, or the standard library's value
+        stdlib = True
     if not duplicates:
-        return Parsed(value, [], False)
+        return Parsed(value, [], False, stdlib=stdlib)
     dups, compact = _keys.duplicates(data, value)
-    return Parsed(value, dups, True, compact)
+    return Parsed(value, dups, True, compact, stdlib)
 
 
 def with_duplicates(data, parsed: Parsed, step=None) -> Parsed | None:
@@ -190,13 +196,13 @@ def with_duplicates(data, parsed: Parsed, step=None) -> Parsed | None:
         return parsed
     if step is None:
         dups, compact = _keys.duplicates(data, parsed.value)
-        return Parsed(parsed.value, dups, True, compact)
+        return Parsed(parsed.value, dups, True, compact, parsed.stdlib)
     written = _keys.written_colons(parsed.value, step)
     spelt = None if written is None else _keys.spelt_colons(data, step)
     if spelt is None:
         return None
     dups = [] if written == spelt else _keys.duplicate_objects(data, parsed.value)
-    return Parsed(parsed.value, dups, True, False)
+    return Parsed(parsed.value, dups, True, False, parsed.stdlib)
 
 
 def _not_an_object(data, base: int, start: int) -> FormatError:

@@ -181,7 +181,7 @@ class EditSession:
         image, keep = self.image, []
         doc = open_storage(self.path, self.storage(), mode=mode, keys_unique=self.keys_unique,
                            parse=image.manifest_parse(), keep=keep)
-        if keep:  # the next edit splices its value into this parse
+        if keep and not keep[0].stdlib:  # the next edit splices its value into this parse (orjson's values)
             image.learn_parse(keep[0].value, doc.manifest_span, doc.keys_unique)
         return doc
 

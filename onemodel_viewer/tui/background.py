@@ -206,7 +206,8 @@ class BackgroundWork:
             parsed = unchecked.pop()
             if parsed is not None and doc is self.document and not cancel.is_set():
                 self._duplicate_findings(doc, parsed, cancel)
-                if doc.keys_unique is True and doc.manifest_span is not None and doc.manifest_span[1] < KEEP_PARSE_BYTES:
+                if (doc.keys_unique is True and not parsed.stdlib and doc.manifest_span is not None
+                        and doc.manifest_span[1] < KEEP_PARSE_BYTES):
                     self.edit_base_parse = (doc, parsed.value)
             del parsed
             if doc.model is not None and doc is self.document and not cancel.is_set():
