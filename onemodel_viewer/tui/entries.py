@@ -23,6 +23,9 @@ from ..format.schema import Attribute, Function, Graph, Model, Node, SparseTenso
 from .formatters import attribute_value_text, count_label, graph_label, node_label, tensor_label, value_label
 from .safe import safe_text
 
+_MODEL_KEYS = {"producer": "producer_name", "format version": "version", "ir_version": "ir_version",
+               "model_version": "model_version", "domain": "domain", "doc": "doc"}
+"""The manifest key of each field row of the model (a OneModel file's)."""
 CHUNK = 1000
 """Lists longer than this are shown as groups of this many items."""
 
@@ -176,10 +179,13 @@ class EntryFactory:
                 facts.append(("domain", m.domain))
             if m.doc:
                 facts.append(("doc", m.doc))
+            onemodel = self.doc.source == "onemodel"
             for k, v in facts:
                 t = Text(k + " ", style="dim")
                 t.append_text(safe_text(v, limit=80))
-                out.append(Entry("meta", t, obj=(k, v), where=m.where))
+                # a OneModel field's own path: its bytes in the hex pane, and what edit mode's E edits
+                where = f"{m.where}.{_MODEL_KEYS[k]}" if onemodel and m.where == "manifest" else m.where
+                out.append(Entry("meta", t, obj=(k, v), where=where))
             ops = list(m.opsets)
             out.append(Entry("group", count_label("opsets", len(ops)), where=m.where + ".opsets",
                              children=(lambda: [self._opset_entry(i, o, m.where + ".opsets") for i, o in enumerate(ops)])
