@@ -341,7 +341,7 @@ class Image:
         """A re-read parsed the manifest span ``span`` (offset, length) of this image to ``value`` and found
         whether a key repeats (``keys_unique``; None: it did not look). When that span is exactly the manifest's
         bytes, both are kept for the next edit (the parse only while no key repeats)."""
-        if self.manifest is None or span != (HEADER_SIZE, len(self.manifest)):
+        if self.manifest is None or span != (HEADER_SIZE, len(self.manifest)) or len(self.manifest) > SPLICE_BYTES:
             return
         if keys_unique is not None:
             self.facts.keys_unique = keys_unique
@@ -423,6 +423,9 @@ class _ManifestFacts:
         parse of the bytes before it (None: not known). Kept only while no key repeats (then the parse is the bytes)."""
 
 
+SPLICE_BYTES = 64 << 20
+"""Manifests up to this many bytes keep their parse for the next edit (it takes ~5x their bytes; above, a
+manifest of 10^6 nodes is mostly node dicts its document keeps anyway, but large JSON arrays are not)."""
 _DELETE = object()
 _SPLICE_DEPTH = _manifest.MAX_DEPTH // 2
 """Deepest path + value a splice takes: the parse of the whole edited manifest refuses more than
