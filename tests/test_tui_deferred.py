@@ -11,6 +11,7 @@ from onemodel_viewer.tui.background import OpenRest
 from onemodel_viewer.tui.info_bar import InfoBar
 from onemodel_viewer.tui.structure_tree import StructureTree
 
+import conftest  # noqa: E402
 from conftest import held_checks, hold_checks, wait_for_workers  # noqa: E402 - the shared Pilot helpers
 from test_reader_lazy import _chain_model
 from test_reader_util import pack, write
@@ -29,12 +30,9 @@ def broken_chain(tmp_path, monkeypatch) -> str:
 
 
 async def until(pilot, cond) -> None:
-    for _ in range(500):
-        if cond():
-            await pilot.pause()
-            return
-        await pilot.pause(0.02)
-    raise AssertionError("never happened")
+    """conftest's ``until``, then one more pause (the messages the state's change posted)."""
+    await conftest.until(pilot, cond)
+    await pilot.pause()
 
 
 def info(app) -> str:
