@@ -31,7 +31,7 @@ from .run import PYC_ENV
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 IMPORTS = ("import onemodel_viewer.cli, onemodel_viewer.commands.check, onemodel_viewer.format.reader, "
-           "onemodel_viewer.analysis.layout")
+           "onemodel_viewer.analysis.layout.onemodel")
 SMALL = os.path.join(ROOT, "testdata", "valid", "attributes.onemodel")
 
 

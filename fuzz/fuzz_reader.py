@@ -87,7 +87,7 @@ STATS_MAX_COUNT = 1 << 16
 
 def _compute_stats(tensor):
     """analysis.stats.compute_stats, imported on first use (so atheris can instrument it)."""
-    from onemodel_viewer.analysis.stats import compute_stats
+    from onemodel_viewer.analysis.stats.compute.compute import compute_stats
 
     return compute_stats(tensor)
 
@@ -146,7 +146,7 @@ def exercise(data: bytes, *, check_cli: bool = True, diff: bool = True) -> str:
             _touch_tensors(doc)
             if diff:
                 try:
-                    from onemodel_viewer.analysis.diff import diff as diff_docs
+                    from onemodel_viewer.analysis.diff.compare.compare import diff as diff_docs
                 except ImportError:  # pragma: no cover - diff not there yet
                     diff_docs = None
                 if diff_docs is not None:
@@ -260,19 +260,19 @@ def main() -> None:
     import atheris
 
     with atheris.instrument_imports():
-        import onemodel_viewer.analysis.diff  # noqa: F401
-        import onemodel_viewer.analysis.stats  # noqa: F401
+        import onemodel_viewer.analysis.diff.compare  # noqa: F401
+        import onemodel_viewer.analysis.stats.compute  # noqa: F401
         import onemodel_viewer.commands.check  # noqa: F401
-        import onemodel_viewer.format.header  # noqa: F401
-        import onemodel_viewer.format.manifest  # noqa: F401
+        import onemodel_viewer.format.onemodel.header  # noqa: F401
+        import onemodel_viewer.format.onemodel.manifest  # noqa: F401
         import onemodel_viewer.format.reader  # noqa: F401
         import onemodel_viewer.format.schema  # noqa: F401
         import onemodel_viewer.format.storage  # noqa: F401
-        import onemodel_viewer.format.onnx_export  # noqa: F401
-        import onemodel_viewer.format.onnx_import  # noqa: F401
-        import onemodel_viewer.format.onnx_wire  # noqa: F401
+        import onemodel_viewer.format.onnx.exporter  # noqa: F401
+        import onemodel_viewer.format.onnx.importer  # noqa: F401
+        import onemodel_viewer.format.onnx.wire  # noqa: F401
         try:
-            import onemodel_viewer.analysis.layout  # noqa: F401
+            import onemodel_viewer.analysis.layout.onemodel  # noqa: F401
         except ImportError:
             pass
 

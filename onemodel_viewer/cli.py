@@ -71,7 +71,7 @@ def _export_options(parser, args):
         return None
     if not args.export:
         parser.error(f"{given[0]} goes with --export")
-    from .format.onnx_weights import ExternalOptions, parse_size
+    from .format.onnx.weights import ExternalOptions, parse_size
 
     def size(flag: str, text: str | None, default):
         if text is None:

@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from onemodel_viewer.tui.app import make_app  # noqa: E402
-from onemodel_viewer.tui.diff_app import make_diff_app  # noqa: E402
+from onemodel_viewer.tui.diff.app import make_diff_app  # noqa: E402
 
 VALID = ROOT / "testdata" / "valid"
 HOSTILE = ROOT / "testdata" / "hostile"

@@ -26,7 +26,7 @@ from onemodel_viewer.analysis import shapes  # noqa: E402
 from onemodel_viewer.analysis.neighbourhood import neighbourhood  # noqa: E402
 from onemodel_viewer.analysis.params import count_model  # noqa: E402
 from onemodel_viewer.analysis.usedby import UsedBy  # noqa: E402
-from onemodel_viewer.tui.entries import Facts  # noqa: E402
+from onemodel_viewer.tui.widgets.entries import Facts  # noqa: E402
 
 
 def ms(x: float) -> str:
@@ -80,8 +80,8 @@ def core(path: str, repeat: int) -> None:
 async def ui(path: str, rounds: int) -> None:
     from onemodel_viewer.tui.app import make_app
     from onemodel_viewer.tui.insight import Insight
-    from onemodel_viewer.tui.neighbourhood_screen import NeighbourhoodScreen
-    from onemodel_viewer.tui.neighbourhood_view import NeighbourhoodView
+    from onemodel_viewer.tui.screens.neighbourhood import NeighbourhoodScreen
+    from onemodel_viewer.tui.screens.neighbourhood_view import NeighbourhoodView
 
     app = make_app(path)
     async with app.run_test(size=(120, 40)) as pilot:

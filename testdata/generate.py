@@ -52,7 +52,8 @@ from onnx import TensorProto as TP  # noqa: E402
 from onnx import helper  # noqa: E402
 
 from onemodel_viewer.format import dtypes as omdt  # noqa: E402
-from onemodel_viewer.format import onnx_import, writer  # noqa: E402
+from onemodel_viewer.format.onnx import importer as onnx_import
+from onemodel_viewer.format.onemodel import writer  # noqa: E402
 
 PRODUCER = ("onemodel-view-testdata", "1")
 OPSET = [helper.make_opsetid("", 21)]

@@ -53,7 +53,7 @@ def bits(value: float) -> int:
 
 
 # --------------------------------------------------------------------------------------------
-# The tiny assembler (independent of onemodel_viewer.format.writer)
+# The tiny assembler (independent of onemodel_viewer.format.onemodel.writer)
 # --------------------------------------------------------------------------------------------
 
 RAW_PREFIX = "@@RAW:"

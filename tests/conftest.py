@@ -193,7 +193,7 @@ def identity_chain(tmp_path, n: int) -> Path:
     """``chain.onemodel`` in ``tmp_path``: ``n`` Identity nodes in a chain (the tree groups them by 1,000
     when ``n`` > 1,000), for the tests of what an edit's re-check does to a long node list."""
     from onemodel_viewer.format.schema import Graph, Model, Node, OperatorSet, Type, ValueInfo
-    from onemodel_viewer.format.writer import write
+    from onemodel_viewer.format.onemodel.writer import write
 
     nodes = tuple(Node("Identity", f"n{i}", inputs=(f"v{i}",), outputs=(f"v{i + 1}",)) for i in range(n))
     t = Type("tensor", elem=1, shape=(1,))

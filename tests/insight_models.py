@@ -10,7 +10,8 @@ import onnx
 from onnx import TensorProto as TP
 from onnx import helper, numpy_helper
 
-from onemodel_viewer.format import onnx_import, writer
+from onemodel_viewer.format.onnx import importer as onnx_import
+from onemodel_viewer.format.onemodel import writer
 
 
 def _vi(name, elem, shape):

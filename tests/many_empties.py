@@ -15,7 +15,7 @@ import os
 import sys
 from dataclasses import replace
 
-from onemodel_viewer.format import writer
+from onemodel_viewer.format.onemodel import writer
 from onemodel_viewer.format.schema import Graph, Model, OperatorSet, Tensor
 from onemodel_viewer.format.storage import BytesStorage
 

@@ -1,4 +1,4 @@
-"""analysis/byte_diff.py: the next differing byte of two files at an alignment (the diff viewer's d / D)."""
+"""analysis/diff/byte_diff.py: the next differing byte of two files at an alignment (the diff viewer's d / D)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import threading
 
 import pytest
 
-from onemodel_viewer.analysis import byte_diff
-from onemodel_viewer.analysis.byte_diff import ScanCancelled, next_differing
+from onemodel_viewer.analysis.diff.compare import byte_diff
+from onemodel_viewer.analysis.diff.compare.byte_diff import ScanCancelled, next_differing
 from onemodel_viewer.format.storage import BytesStorage
 
 

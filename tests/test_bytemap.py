@@ -7,7 +7,7 @@ import pytest
 from onemodel_viewer.format.document import Document, Header
 from onemodel_viewer.format.schema import Graph, Model, Tensor
 from onemodel_viewer.format.storage import BytesStorage
-from onemodel_viewer.tui.bytemap import ByteMap
+from onemodel_viewer.tui.hex.bytemap import ByteMap
 
 DO = 128
 """Where the data region of :func:`doc_with` starts."""

@@ -14,7 +14,7 @@ from onnx import helper
 
 from onemodel_viewer import format as omf
 from onemodel_viewer.cli import main
-from onemodel_viewer.format import writer
+from onemodel_viewer.format.onemodel import writer
 from onemodel_viewer.format.schema import all_tensors
 
 VALID = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "testdata", "valid")
@@ -65,7 +65,7 @@ def test_converting_an_onnx_file_loads_no_manifest_parser(tmp_path):
         shutil.copy(os.path.join(VALID, name), tmp_path / name)
     code = (
         "import sys; from onemodel_viewer.cli import main; rc = main(['--convert', sys.argv[1], sys.argv[2]]);"
-        "print('LOADED', [m for m in ('onemodel_viewer.format.manifest', 'onemodel_viewer.format.builder', 'orjson')"
+        "print('LOADED', [m for m in ('onemodel_viewer.format.onemodel.manifest', 'onemodel_viewer.format.onemodel.builder', 'orjson')"
         " if m in sys.modules], rc)"
     )
     r = subprocess.run([sys.executable, "-c", code, str(tmp_path / "external.onnx"), str(tmp_path / "e.onemodel")],

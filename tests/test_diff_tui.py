@@ -1,4 +1,4 @@
-"""The diff viewer (tui/diff_app.py): Pilot tests on hand-built documents, and one snapshot."""
+"""The diff viewer (tui/diff/app.py): Pilot tests on hand-built documents, and one snapshot."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ import pytest
 
 from onemodel_viewer.format.document import Document
 from onemodel_viewer.format.storage import BytesStorage
-from onemodel_viewer.tui.detail_pane import DetailPane
-from onemodel_viewer.tui.diff_app import make_diff_app
-from onemodel_viewer.tui.diff_tree import DiffTree
-from onemodel_viewer.tui.hex_view import HexView
+from onemodel_viewer.tui.widgets.detail_pane import DetailPane
+from onemodel_viewer.tui.diff.app import make_diff_app
+from onemodel_viewer.tui.diff.tree import DiffTree
+from onemodel_viewer.tui.hex.hex_view import HexView
 
 from test_diff_analysis import base_model, replace_init, replace_node  # noqa: E402 - sibling test module
 from conftest import wait_for_workers  # noqa: E402 - the shared Pilot helpers
@@ -220,8 +220,8 @@ def test_first_selection_does_not_depend_on_how_far_the_comparison_got():
     first, opening its group — the diff snapshot failed now and then under load."""
     import threading
 
-    from onemodel_viewer.analysis.diff import StagedDiff
-    from onemodel_viewer.tui.diff_app import DiffApp
+    from onemodel_viewer.analysis.diff.compare.compare import StagedDiff
+    from onemodel_viewer.tui.diff.app import DiffApp
 
     async def run(worker_first: bool) -> tuple[bool, str]:
         a, b = _docs()

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from onemodel_viewer import format as omf
-from onemodel_viewer.tui.detail_pane import DetailPane
-from onemodel_viewer.tui.diff_app import make_diff_app
-from onemodel_viewer.tui.diff_tree import DiffTree
-from onemodel_viewer.tui.problems_screen import ProblemsScreen
+from onemodel_viewer.tui.widgets.detail_pane import DetailPane
+from onemodel_viewer.tui.diff.app import make_diff_app
+from onemodel_viewer.tui.diff.tree import DiffTree
+from onemodel_viewer.tui.screens.problems import ProblemsScreen
 
 from conftest import wait_for_workers  # noqa: E402 - the shared Pilot helpers
 

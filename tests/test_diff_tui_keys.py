@@ -13,13 +13,13 @@ from rich.text import Text
 
 from onemodel_viewer.format.document import Document
 from onemodel_viewer.format.storage import BytesStorage
-from onemodel_viewer.tui.diff_app import make_diff_app
-from onemodel_viewer.tui.diff_tree import DiffTree
-from onemodel_viewer.tui.help_screen import HelpScreen
-from onemodel_viewer.tui.hex_view import HexView
-from onemodel_viewer.tui.problems_screen import ProblemsScreen
-from onemodel_viewer.tui.search_results import SearchResults
-from onemodel_viewer.tui.stats_panel import StatsPanel
+from onemodel_viewer.tui.diff.app import make_diff_app
+from onemodel_viewer.tui.diff.tree import DiffTree
+from onemodel_viewer.tui.screens.help import HelpScreen
+from onemodel_viewer.tui.hex.hex_view import HexView
+from onemodel_viewer.tui.screens.problems import ProblemsScreen
+from onemodel_viewer.tui.screens.search_results import SearchResults
+from onemodel_viewer.tui.widgets.stats_panel import StatsPanel
 
 from test_diff_analysis import base_model, replace_graph, replace_init, tensor  # noqa: E402 - sibling test module
 from test_diff_tui import _docs  # noqa: E402

@@ -12,15 +12,15 @@ import threading
 import numpy as np
 import pytest
 
-from onemodel_viewer.analysis import diff as D
-from onemodel_viewer.analysis import diff_tensors as T
-from onemodel_viewer.analysis.diff_result import DiffCancelled
+from onemodel_viewer.analysis.diff.compare import compare as D
+from onemodel_viewer.analysis.diff.compare import tensors as T
+from onemodel_viewer.analysis.diff.compare.result import DiffCancelled
 from onemodel_viewer.format.document import Document
 from onemodel_viewer.format.schema import Graph, Model, Node, OperatorSet
-from onemodel_viewer.tui.detail_pane import DetailPane
-from onemodel_viewer.tui.diff_app import make_diff_app
-from onemodel_viewer.tui.diff_tree import DiffTree
-from onemodel_viewer.tui.most_changed import MostChanged, bar
+from onemodel_viewer.tui.widgets.detail_pane import DetailPane
+from onemodel_viewer.tui.diff.app import make_diff_app
+from onemodel_viewer.tui.diff.tree import DiffTree
+from onemodel_viewer.tui.diff.most_changed import MostChanged, bar
 
 from test_diff_metrics import tensor  # noqa: E402 - sibling test module
 from conftest import wait_for_workers  # noqa: E402 - the shared Pilot helpers

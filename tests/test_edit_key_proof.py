@@ -10,8 +10,8 @@ import sys
 
 from conftest import Viewer, hold_method, identity_chain, until
 
-from onemodel_viewer.format import manifest as M
-from onemodel_viewer.format.overlay import EditSession
+from onemodel_viewer.format.onemodel import manifest as M
+from onemodel_viewer.format.onemodel.overlay import EditSession
 from onemodel_viewer.format.storage import FileStorage
 from onemodel_viewer.tui.app import make_app
 

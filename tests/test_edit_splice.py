@@ -15,10 +15,10 @@ from pathlib import Path
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from onemodel_viewer.format import manifest as M
-from onemodel_viewer.format.edit_image import EditError
+from onemodel_viewer.format.onemodel import manifest as M
+from onemodel_viewer.format.onemodel.edit_image import EditError
 from onemodel_viewer.format.manifest_path import join
-from onemodel_viewer.format.overlay import EditSession
+from onemodel_viewer.format.onemodel.overlay import EditSession
 from onemodel_viewer.format.reader import open_storage
 
 from test_reader_util import graph, model, node, pack, write

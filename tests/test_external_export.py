@@ -26,8 +26,8 @@ sys.path.insert(0, str(HERE.parent / "testdata"))
 import make_external as mx  # noqa: E402
 
 from onemodel_viewer.cli import main  # noqa: E402
-from onemodel_viewer.format import writer  # noqa: E402
-from onemodel_viewer.format.onnx_weights import parse_size  # noqa: E402
+from onemodel_viewer.format.onemodel import writer  # noqa: E402
+from onemodel_viewer.format.onnx.weights import parse_size  # noqa: E402
 
 
 def _copy(case: str, tmp_path: Path) -> Path:

@@ -21,10 +21,10 @@ from onnx import helper, numpy_helper  # noqa: E402
 
 from onemodel_viewer import format as omf  # noqa: E402
 from onemodel_viewer.tui.app import make_app  # noqa: E402
-from onemodel_viewer.tui.bytemap import ByteMap  # noqa: E402
-from onemodel_viewer.tui.describe import Describer  # noqa: E402
-from onemodel_viewer.tui.hex_view import HexView  # noqa: E402
-from onemodel_viewer.tui.layout_screen import LayoutScreen, from_external  # noqa: E402
+from onemodel_viewer.tui.hex.bytemap import ByteMap  # noqa: E402
+from onemodel_viewer.tui.widgets.describe import Describer  # noqa: E402
+from onemodel_viewer.tui.hex.hex_view import HexView  # noqa: E402
+from onemodel_viewer.tui.screens.layout import LayoutScreen, from_external  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 CORPUS = HERE.parent / "testdata" / "external"

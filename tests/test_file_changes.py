@@ -244,7 +244,7 @@ def test_stats_over_a_file_truncated_mid_pass(tmp_path):
     p = tmp_path / "big.onemodel"
     _big_model(p)
     r = _run(p, """
-from onemodel_viewer.analysis.stats import compute_stats
+from onemodel_viewer.analysis.stats.compute import compute_stats
 done = []
 def progress(d, t):
     if not done:

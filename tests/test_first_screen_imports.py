@@ -27,7 +27,7 @@ NOT_BEFORE_FIRST_SCREEN = (
     "textual.widgets._sparkline",  # the statistics panel's histogram, mounted on first use
     "textual.widgets._progress_bar",  # its progress bar, likewise
     "statistics",  # imported by textual's sparkline renderable
-    "onemodel_viewer.tui.prompt",  # the input prompt (/, g, edits): no prompt is open before a key
+    "onemodel_viewer.tui.widgets.prompt",  # the input prompt (/, g, edits): no prompt is open before a key
     "onnx",
     "google.protobuf",
     "numpy",
@@ -50,7 +50,7 @@ def test_first_screen_of_a_graph_imports_no_unseen_widgets_nor_tensor_libraries(
     module level, though both are mounted only when statistics are first shown: ~1.3 ms of every first screen; the
     app imported the prompt's module (its screen classes, ~1 ms) for its key handler, before any key."""
     modules = first_screen_modules(VALID / "subgraphs.onemodel")
-    assert "onemodel_viewer.tui.stats_panel" in modules  # the panel itself is on the first screen
+    assert "onemodel_viewer.tui.widgets.stats_panel" in modules  # the panel itself is on the first screen
     assert sorted(m for m in NOT_BEFORE_FIRST_SCREEN if m in modules) == []
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.app import App, ComposeResult
 
-from onemodel_viewer.tui.fitted_static import FittedStatic
+from onemodel_viewer.tui.widgets.fitted_static import FittedStatic
 
 
 class _One(App):

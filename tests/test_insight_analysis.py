@@ -307,7 +307,7 @@ def test_shape_inference_proto_has_no_weights(models):
 def test_shape_inference_proto_marks_big_tensors_external_without_a_file():
     """Tensors over INLINE_BYTES are marked external with no location entries (inference never reads
     them); small ones keep the bytes the full export gives them; the rest of the proto is the export's."""
-    from onemodel_viewer.format.onnx_export import model_to_proto
+    from onemodel_viewer.format.onnx.exporter import model_to_proto
     from onemodel_viewer.format.schema import all_tensors
 
     doc = opened(str(VALID / "showcase.onemodel"))

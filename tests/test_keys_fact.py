@@ -8,7 +8,7 @@ from conftest import Viewer, hold_method
 
 from onemodel_viewer.format import reader
 from onemodel_viewer.tui.app import make_app
-from onemodel_viewer.tui.locate import ManifestSpans
+from onemodel_viewer.tui.hex.locate import ManifestSpans
 
 ROOT = Path(__file__).resolve().parent.parent
 SHOWCASE = str(ROOT / "testdata" / "valid" / "showcase.onemodel")

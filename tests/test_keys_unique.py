@@ -9,8 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from onemodel_viewer.format import manifest as M
-from onemodel_viewer.format.edit_image import Image, parse_edit
+from onemodel_viewer.format.onemodel import manifest as M
+from onemodel_viewer.format.onemodel.edit_image import Image, parse_edit
 
 from conftest import JSON_KEYS, JSON_SCALARS, json_text  # noqa: E402 - the shared test helpers
 from test_reader_util import graph, model, node, pack, write

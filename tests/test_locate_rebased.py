@@ -12,13 +12,13 @@ import pytest
 from textual.widgets import TextArea
 
 import onemodel_viewer.format as omf
-from onemodel_viewer.format.manifest_locate import Locator, locate
-from onemodel_viewer.format.overlay import EditSession
+from onemodel_viewer.format.onemodel.manifest_locate import Locator, locate
+from onemodel_viewer.format.onemodel.overlay import EditSession
 from onemodel_viewer.format.reader import duplicate_key_findings
 from onemodel_viewer.tui.background import open_for_viewer
-from onemodel_viewer.tui.edit_screens import JsonEditor
-from onemodel_viewer.tui.hex_view import HexView
-from onemodel_viewer.tui.locate import ManifestSpans
+from onemodel_viewer.tui.edit.screens import JsonEditor
+from onemodel_viewer.tui.hex.hex_view import HexView
+from onemodel_viewer.tui.hex.locate import ManifestSpans
 from conftest import Viewer, identity_chain, settle_located  # noqa: E402 - the shared Pilot set-up
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -7,7 +7,7 @@ import struct
 from pathlib import Path
 
 from onemodel_viewer import format as omf
-from onemodel_viewer.format.overlay import EditSession
+from onemodel_viewer.format.onemodel.overlay import EditSession
 
 HOSTILE = Path(__file__).resolve().parent.parent / "testdata" / "hostile"
 BASE = HOSTILE / "valid-base.onemodel"

@@ -8,11 +8,11 @@ import time
 
 import pytest
 
-from onemodel_viewer.analysis.layout import all_findings
-from onemodel_viewer.format import manifest as M
-from onemodel_viewer.format.canonical import has_minus_zero
+from onemodel_viewer.analysis.layout.onemodel.onemodel import all_findings
+from onemodel_viewer.format.onemodel import manifest as M
+from onemodel_viewer.format.onemodel.canonical import has_minus_zero
 from onemodel_viewer.format.errors import FormatError, Kind
-from onemodel_viewer.format.manifest_locate import nearest_bytes
+from onemodel_viewer.format.onemodel.manifest_locate import nearest_bytes
 from onemodel_viewer.format.reader import open_path
 
 from test_reader_util import graph, model, node, pack, write

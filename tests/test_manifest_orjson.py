@@ -16,13 +16,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from onemodel_viewer.analysis import layout
-from onemodel_viewer.format import json_scan
-from onemodel_viewer.format import manifest as M
-from onemodel_viewer.format import manifest_keys as K
-from onemodel_viewer.format.canonical import STEP_CHUNKS
-from onemodel_viewer.format.canonical import compact_json, writer_chunks
-from onemodel_viewer.format import reader, writer
+from onemodel_viewer.analysis.layout.onemodel import onemodel as layout
+from onemodel_viewer.format.onemodel import json_scan
+from onemodel_viewer.format.onemodel import manifest as M
+from onemodel_viewer.format.onemodel import manifest_keys as K
+from onemodel_viewer.format.onemodel.canonical import STEP_CHUNKS
+from onemodel_viewer.format.onemodel.canonical import compact_json, writer_chunks
+from onemodel_viewer.format import reader
+from onemodel_viewer.format.onemodel import writer
 from onemodel_viewer.format.errors import FormatError, Kind
 from onemodel_viewer.format.reader import open_path, open_with_manifest
 

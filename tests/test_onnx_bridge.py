@@ -13,7 +13,8 @@ from onnx import helper, numpy_helper
 
 from onemodel_viewer import format as omf
 from onemodel_viewer.format import dtypes as omdt
-from onemodel_viewer.format import onnx_export, onnx_import, onnx_wire, writer
+from onemodel_viewer.format.onnx import exporter as onnx_export, importer as onnx_import, wire as onnx_wire
+from onemodel_viewer.format.onemodel import writer
 from onemodel_viewer.format.dtypes import AttrType
 from onemodel_viewer.format.errors import FormatError, Kind
 from onemodel_viewer.format.schema import all_tensors

@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from onemodel_viewer.format.onnx_wire import fields, strip_initializer_data, varint, varint_bytes
+from onemodel_viewer.format.onnx.wire import fields, strip_initializer_data, varint, varint_bytes
 
 
 def _plain_fields(buf, start, end):

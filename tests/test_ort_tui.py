@@ -15,13 +15,13 @@ import pytest
 pytest.importorskip("textual")
 
 from onemodel_viewer import format as omf  # noqa: E402
-from onemodel_viewer.analysis.ort_layout import alignment, ort_layout  # noqa: E402
+from onemodel_viewer.analysis.layout.onemodel.ort import alignment, ort_layout  # noqa: E402
 from onemodel_viewer.format.ort.facts import element_size, in_place  # noqa: E402
 from onemodel_viewer.tui.app import make_app  # noqa: E402
-from onemodel_viewer.tui.detail_pane import DetailPane  # noqa: E402
-from onemodel_viewer.tui.hex_view import HexView  # noqa: E402
-from onemodel_viewer.tui.layout_screen import LayoutScreen, from_ort  # noqa: E402
-from onemodel_viewer.tui.structure_tree import StructureTree  # noqa: E402
+from onemodel_viewer.tui.widgets.detail_pane import DetailPane  # noqa: E402
+from onemodel_viewer.tui.hex.hex_view import HexView  # noqa: E402
+from onemodel_viewer.tui.screens.layout import LayoutScreen, from_ort  # noqa: E402
+from onemodel_viewer.tui.widgets.structure_tree import StructureTree  # noqa: E402
 from conftest import Viewer  # noqa: E402 - the shared Pilot set-up
 
 BASE = Path(__file__).resolve().parent.parent / "testdata" / "hostile" / "ort" / "base.ort"
@@ -114,7 +114,7 @@ async def test_tree_group_and_version_entry():
         group, tree = _ort_group(app)
         assert group.label.plain == "ONNX Runtime  format 6 · 4 kernel ops · 0 optimizations"
         assert [r.kind for r in tree.roots][:3] == ["model", "ort", "graph"]
-        from onemodel_viewer.tui.info_bar import document_parts
+        from onemodel_viewer.tui.widgets.info_bar import document_parts
 
         assert "ort format 6" in [t.plain for t, *_ in document_parts(app.document, 2, 5)]
         model_kids = [k.label.plain for k in tree.populate(tree.node_for(tree.roots[0]))]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from onemodel_viewer import format as omf
-from onemodel_viewer.tui.bytemap import ByteMap
+from onemodel_viewer.tui.hex.bytemap import ByteMap
 
 BASE = Path(__file__).resolve().parent.parent / "testdata" / "hostile" / "ort" / "base.ort"
 

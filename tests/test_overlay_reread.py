@@ -1,4 +1,4 @@
-"""An edit session's re-read (format/overlay.py ``EditSession.document``) with the key proof it keeps."""
+"""An edit session's re-read (format/onemodel/overlay.py ``EditSession.document``) with the key proof it keeps."""
 
 from __future__ import annotations
 
@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from onemodel_viewer.format import manifest_keys, reader
-from onemodel_viewer.format.overlay import EditSession
+from onemodel_viewer.format.onemodel import manifest_keys
+from onemodel_viewer.format import reader
+from onemodel_viewer.format.onemodel.overlay import EditSession
 
 ROOT = Path(__file__).resolve().parent.parent
 VALID = sorted((ROOT / "testdata" / "valid").glob("*.onemodel"))

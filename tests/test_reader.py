@@ -462,7 +462,7 @@ def test_open_reads_only_header_and_manifest(tmp_path, monkeypatch):
 def test_open_parses_the_mapping_itself_and_lets_it_go(tmp_path, monkeypatch):
     """The manifest is parsed from the mapping, not from a copy (10^6 nodes: 139 MB fewer), and the
     view is released at the end of the open: closing the document then unmaps the file."""
-    from onemodel_viewer.format import manifest as M
+    from onemodel_viewer.format.onemodel import manifest as M
 
     n = 1 << 20
     p = write(tmp_path, pack(model(graph(initializers=[tensor("w", 2, [n], 0, n)])), bytes(n)))

@@ -153,7 +153,7 @@ def test_nothing_waits_for_an_unparsable_manifest(tmp_path):
 
 def test_the_node_check_asks_its_step_between_runs_of_nodes(tmp_path, monkeypatch):
     """A background job's step is asked inside a list's check too (10^6 nodes: ~0.9 s), and stops it."""
-    from onemodel_viewer.format import builder
+    from onemodel_viewer.format.onemodel import builder
 
     monkeypatch.setattr(reader, "BULK_NODES", 32)
     monkeypatch.setattr(builder, "STEP_NODES", 8)

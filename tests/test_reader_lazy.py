@@ -16,7 +16,7 @@ import threading
 import pytest
 
 from onemodel_viewer import format as omf
-from onemodel_viewer.analysis import layout
+from onemodel_viewer.analysis.layout.onemodel import onemodel as layout
 from onemodel_viewer.format import reader
 from onemodel_viewer.format.schema import Graph, NodeList, Tensor, all_tensors, nodes_with_contents, walk_graphs
 
@@ -229,7 +229,7 @@ def test_nodes_written_with_their_defaults_stay_lazy(tmp_path, monkeypatch):
 
 def test_checks_of_check_do_not_build_the_records(tmp_path, monkeypatch):
     """``--check`` of a canonical file (what the writer emits) builds no lazy record."""
-    from onemodel_viewer.format.writer import to_bytes
+    from onemodel_viewer.format.onemodel.writer import to_bytes
 
     monkeypatch.setattr(reader, "BULK_NODES", 32)
     first = omf.open(write(tmp_path, pack(_chain_model(), b"\0" * 8)))
@@ -362,8 +362,8 @@ def test_findings_do_not_use_up_the_located_offsets_of_problems(tmp_path, monkey
 
 def test_diff_tree_counts_the_members_of_a_lazy_node_list(tmp_path, monkeypatch):
     """Found in review: the diff viewer's nodes group lost its '(N)' for a NodeList."""
-    from onemodel_viewer.analysis.diff import diff
-    from onemodel_viewer.tui.diff_tree import describe
+    from onemodel_viewer.analysis.diff.compare.compare import diff
+    from onemodel_viewer.tui.diff.tree import describe
 
     monkeypatch.setattr(reader, "BULK_NODES", 32)
     a = omf.open(write(tmp_path, pack(_chain_model(), b"\0" * 8), "a.onemodel"))
@@ -416,7 +416,7 @@ def test_plain_nodes_collects_the_same_columns_as_node_columns():
     """``builder.plain_nodes`` takes ``schema.node_columns``' steps inline (a node with one output adds it
     with ``set.add``): the same sets and counts for nodes with no, one and two outputs, names defined
     twice, read before, by and after their definition, and ``""`` operands."""
-    from onemodel_viewer.format.builder import plain_nodes
+    from onemodel_viewer.format.onemodel.builder import plain_nodes
     from onemodel_viewer.format.schema import node_columns
 
     specs = [

@@ -22,7 +22,8 @@ from onnx import numpy_helper
 
 from onemodel_viewer import format as omf
 from onemodel_viewer.format import dtypes as omdt
-from onemodel_viewer.format import onnx_export, onnx_wire, writer
+from onemodel_viewer.format.onnx import exporter as onnx_export, wire as onnx_wire
+from onemodel_viewer.format.onemodel import writer
 from onemodel_viewer.format.schema import all_tensors
 
 HERE = os.path.dirname(os.path.abspath(__file__))

@@ -20,7 +20,7 @@ from onnx import TensorProto, helper  # noqa: E402
 
 from onemodel_viewer import cli  # noqa: E402
 from onemodel_viewer import format as omf  # noqa: E402
-from onemodel_viewer.format.onnx_checker import checker_problems  # noqa: E402
+from onemodel_viewer.format.onnx.checker import checker_problems  # noqa: E402
 from onemodel_viewer.format.spec_rules import shape_of  # noqa: E402
 from conftest import digest, first_failure as failure  # noqa: E402 - shared test helpers
 

@@ -10,16 +10,16 @@ from __future__ import annotations
 from pathlib import Path
 
 from onemodel_viewer import format as omf
-from onemodel_viewer.analysis.external_layout import external_layout
-from onemodel_viewer.analysis.layout import layout
-from onemodel_viewer.analysis.ort_layout import ort_layout
-from onemodel_viewer.analysis.spans import Span
+from onemodel_viewer.analysis.layout.onemodel.external import external_layout
+from onemodel_viewer.analysis.layout.onemodel.onemodel import layout
+from onemodel_viewer.analysis.layout.onemodel.ort import ort_layout
+from onemodel_viewer.analysis.layout.onemodel.spans import Span
 
 ROOT = Path(__file__).resolve().parent.parent / "testdata"
 
 
 def _bytemap(doc):
-    from onemodel_viewer.tui.bytemap import ByteMap
+    from onemodel_viewer.tui.hex.bytemap import ByteMap
 
     return ByteMap(doc)
 

@@ -10,9 +10,9 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-import onemodel_viewer.analysis.stats_rows as R
-from onemodel_viewer.analysis.stats import compute_stats, compute_stats_group
-from onemodel_viewer.analysis.stats_batch import compute_stats_many
+import onemodel_viewer.analysis.stats.rows as R
+from onemodel_viewer.analysis.stats.compute.compute import compute_stats, compute_stats_group
+from onemodel_viewer.analysis.stats.compute.batch import compute_stats_many
 from onemodel_viewer.format.dtypes import DTYPES, DataType, encode
 from onemodel_viewer.format.schema import Tensor
 from onemodel_viewer.format.storage import BytesStorage
@@ -139,7 +139,7 @@ def test_bin_edges_are_linspace():
 
 def test_first_values_memo_gives_format_floats():
     """The first values of a float16/bfloat16 tensor, memoised per bit pattern, are format_floats' strings."""
-    from onemodel_viewer.analysis.tensor_stats import format_floats
+    from onemodel_viewer.analysis.stats.compute.result import format_floats
 
     for code in (DataType.FLOAT16, DataType.BFLOAT16):
         info = DTYPES[code]
@@ -152,7 +152,7 @@ def test_first_values_memo_gives_format_floats():
 def test_group_counts_a_tensor_piece_by_piece(monkeypatch):
     """A tensor of several bincount pieces (counted piece by piece into its row of the table, the pieces
     added) gives the figures of one piece, in a group and alone."""
-    import onemodel_viewer.analysis.stats_patterns as P
+    import onemodel_viewer.analysis.stats.patterns as P
 
     ts = [make(code, weights(code, 25_001, i), f"t{i}") for i, code in enumerate(CODES)]
     want = [compute_stats(t, threads=1) for t in ts]
@@ -175,8 +175,8 @@ class _CancelAfter:
 
 def test_group_cancel_between_pieces(monkeypatch):
     """The group path checks cancel between the pieces of a tensor, not only between tensors."""
-    import onemodel_viewer.analysis.stats_patterns as P
-    from onemodel_viewer.analysis.stats import Cancelled
+    import onemodel_viewer.analysis.stats.patterns as P
+    from onemodel_viewer.analysis.stats.compute.compute import Cancelled
 
     monkeypatch.setattr(P, "PIECE", 1000)
     counted = []

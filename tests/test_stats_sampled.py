@@ -13,9 +13,9 @@ import threading
 import numpy as np
 import pytest
 
-import onemodel_viewer.analysis.stats as S
-import onemodel_viewer.analysis.stats_bins as stats_bins
-from onemodel_viewer.analysis.stats import Cancelled, compute_stats, sample_spans
+import onemodel_viewer.analysis.stats.compute as S
+import onemodel_viewer.analysis.stats.bins as stats_bins
+from onemodel_viewer.analysis.stats.compute.compute import Cancelled, compute_stats, sample_spans
 from onemodel_viewer.format.dtypes import DTYPES, encode
 from onemodel_viewer.format.schema import Tensor
 from onemodel_viewer.format.storage import BytesStorage

@@ -11,8 +11,8 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from onemodel_viewer.analysis.stats import compute_stats
-from onemodel_viewer.analysis.stats_batch import compute_stats_many
+from onemodel_viewer.analysis.stats.compute.compute import compute_stats
+from onemodel_viewer.analysis.stats.compute.batch import compute_stats_many
 from onemodel_viewer.format.dtypes import DTYPES, DataType, encode
 from onemodel_viewer.format.schema import Tensor
 from onemodel_viewer.format.storage import BytesStorage
@@ -83,7 +83,7 @@ import json, sys
 import numpy as np
 sys.path.insert(0, sys.argv[1])
 from tests.test_stats_threads import make, order_sensitive
-from onemodel_viewer.analysis.stats import compute_stats
+from onemodel_viewer.analysis.stats.compute import compute_stats
 out = []
 for code in (1, 11):
     s = compute_stats(make(code, order_sensitive(code, 400_003, seed=9)), threads=2)

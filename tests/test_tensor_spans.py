@@ -10,9 +10,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from test_bytemap import DO, SPANS, doc_with  # noqa: E402
 
-from onemodel_viewer.analysis.layout import layout  # noqa: E402
-from onemodel_viewer.analysis.tensor_spans import TensorSpans  # noqa: E402
-from onemodel_viewer.tui.bytemap import ByteMap  # noqa: E402
+from onemodel_viewer.analysis.layout.onemodel.onemodel import layout  # noqa: E402
+from onemodel_viewer.analysis.layout.onemodel.tensor_spans import TensorSpans  # noqa: E402
+from onemodel_viewer.tui.hex.bytemap import ByteMap  # noqa: E402
 
 
 class _Counted(list):

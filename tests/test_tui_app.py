@@ -12,13 +12,13 @@ from rich.text import Text
 from onemodel_viewer import format as omf
 from onemodel_viewer.format.errors import FormatError, Kind
 from onemodel_viewer.tui.app import OneModelApp, make_app, run_viewer
-from onemodel_viewer.tui.detail_pane import DetailPane
-from onemodel_viewer.tui.help_screen import HelpScreen
-from onemodel_viewer.tui.hex_view import HexView
-from onemodel_viewer.tui.layout_screen import LayoutScreen
-from onemodel_viewer.tui.problems_screen import ProblemsScreen
-from onemodel_viewer.tui.stats_panel import StatsPanel
-from onemodel_viewer.tui.structure_tree import StructureTree
+from onemodel_viewer.tui.widgets.detail_pane import DetailPane
+from onemodel_viewer.tui.screens.help import HelpScreen
+from onemodel_viewer.tui.hex.hex_view import HexView
+from onemodel_viewer.tui.screens.layout import LayoutScreen
+from onemodel_viewer.tui.screens.problems import ProblemsScreen
+from onemodel_viewer.tui.widgets.stats_panel import StatsPanel
+from onemodel_viewer.tui.widgets.structure_tree import StructureTree
 from conftest import wait_for_workers  # noqa: E402 - the shared Pilot helpers
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -66,7 +66,7 @@ async def test_first_screen_info_bar_and_tree(viewer):
 async def test_tree_is_lazy_and_chunks_big_lists(viewer, tmp_path):
     """100,000 nodes must open at once: children exist only after expanding, lists in groups of 1,000."""
     from onemodel_viewer.format.schema import Graph, Model, Node, OperatorSet, Type, ValueInfo
-    from onemodel_viewer.format.writer import write
+    from onemodel_viewer.format.onemodel.writer import write
 
     n = 2500
     nodes = tuple(Node("Identity", f"n{i}", inputs=(f"v{i}",), outputs=(f"v{i + 1}",)) for i in range(n))
@@ -272,7 +272,7 @@ async def test_hostile_names_render_literally(viewer):
 
 
 async def test_stats_cancel(viewer, monkeypatch):
-    import onemodel_viewer.analysis.stats as stats_mod
+    import onemodel_viewer.analysis.stats.compute as stats_mod
 
     started = threading.Event()
 
@@ -300,7 +300,7 @@ async def test_stats_cancel(viewer, monkeypatch):
 
 
 async def test_stats_error_is_shown_not_raised(viewer, monkeypatch):
-    import onemodel_viewer.analysis.stats as stats_mod
+    import onemodel_viewer.analysis.stats.compute as stats_mod
 
     def broken(tensor, **kw):
         raise FormatError(Kind.IO, "file", None, "the file changed on disk since it was opened; reload it")
@@ -531,10 +531,10 @@ async def test_enter_on_a_problem_in_the_tree_goes_to_its_record(viewer):
 
 
 async def test_stats_progress_bar_for_big_tensors(viewer, monkeypatch):
-    import onemodel_viewer.analysis.stats as stats_mod
+    import onemodel_viewer.analysis.stats.compute as stats_mod
     from textual.widgets import ProgressBar
 
-    from onemodel_viewer.tui import stats_panel
+    from onemodel_viewer.tui.widgets import stats_panel
 
     monkeypatch.setattr(stats_panel, "PROGRESS_MIN", 1)  # every tensor counts as big here
     halfway = threading.Event()
@@ -600,7 +600,7 @@ async def test_stats_summary_shown_before_histogram(viewer, monkeypatch):
     """The figures of the first pass appear while the histogram pass is still running."""
     import dataclasses
 
-    import onemodel_viewer.analysis.stats as stats_mod
+    import onemodel_viewer.analysis.stats.compute as stats_mod
 
     real = stats_mod.compute_stats
     release = threading.Event()
@@ -630,7 +630,7 @@ async def test_stats_summary_shown_before_histogram(viewer, monkeypatch):
 
 async def test_stats_sampled_histogram_then_exact(viewer, monkeypatch):
     """A large tensor: the figures and an approximate (sampled, marked ≈) histogram at once, the exact one after."""
-    import onemodel_viewer.analysis.stats as stats_mod
+    import onemodel_viewer.analysis.stats.compute as stats_mod
     from textual.widgets import Sparkline
 
     # embed.positions (8,192 float32) counts as large: sampled in blocks of 64 values, about one value in 16
@@ -683,7 +683,7 @@ async def test_stats_sampled_histogram_then_exact(viewer, monkeypatch):
 
 async def test_stats_cancel_after_sampled_histogram_hides_it(viewer, monkeypatch):
     """Cancelled during the exact pass: the approximate histogram does not stay on screen as if it were the answer."""
-    import onemodel_viewer.analysis.stats as stats_mod
+    import onemodel_viewer.analysis.stats.compute as stats_mod
     from textual.widgets import Sparkline
 
     monkeypatch.setattr(stats_mod, "SAMPLE_MIN", 1000)
@@ -725,9 +725,9 @@ async def test_stats_progress_updates_are_throttled(viewer, monkeypatch):
     import time
     import types
 
-    import onemodel_viewer.analysis.stats as stats_mod
+    import onemodel_viewer.analysis.stats.compute as stats_mod
 
-    from onemodel_viewer.tui import stats_panel
+    from onemodel_viewer.tui.widgets import stats_panel
 
     monkeypatch.setattr(stats_panel, "PROGRESS_MIN", 1)
     monkeypatch.setattr(stats_panel, "PROGRESS_INTERVAL", 0.1)
@@ -814,7 +814,7 @@ async def test_quit_while_the_background_job_runs_cancels_it(viewer, monkeypatch
     """q during the background job (byte-level findings on 100,000 empty tensors ran for minutes) cleared the
     screen but the job ran on, and the process with it; ctrl+c only said "press ctrl+q to quit". Now both keys
     quit, and quitting tells the job to stop (here a job that blocks until it is told)."""
-    import onemodel_viewer.analysis.layout as layout_mod
+    import onemodel_viewer.analysis.layout.onemodel as layout_mod
 
     started, ended = threading.Event(), threading.Event()
     seen: dict[str, bool] = {}
@@ -839,7 +839,7 @@ async def test_quit_while_the_background_job_runs_cancels_it(viewer, monkeypatch
 
 async def test_reload_cancels_the_previous_background_job(viewer, monkeypatch, tmp_path):
     """A reload started a second background job while the first ran on to its end for nothing."""
-    import onemodel_viewer.analysis.layout as layout_mod
+    import onemodel_viewer.analysis.layout.onemodel as layout_mod
 
     path = tmp_path / "m.onemodel"
     path.write_bytes(viewer.need(SHOWCASE).read_bytes())

@@ -152,8 +152,8 @@ def test_the_detail_pane_never_waits_for_a_big_graphs_facts(monkeypatch):
     import onemodel_viewer.format as omf
     from onemodel_viewer.analysis import facts as facts_module
     from onemodel_viewer.analysis.facts import Facts
-    from onemodel_viewer.tui.describe import Describer
-    from onemodel_viewer.tui.entries import EntryFactory
+    from onemodel_viewer.tui.widgets.describe import Describer
+    from onemodel_viewer.tui.widgets.entries import EntryFactory
 
     monkeypatch.setattr(facts_module, "QUICK_NODES", 1)  # every graph counts as big
     with omf.open(SHOWCASE, mode="diagnose") as doc:
@@ -269,8 +269,8 @@ async def test_duplicate_keys_are_found_by_the_background_job(monkeypatch, tmp_p
     and the job lets the parse go. The info bar says findings are being looked for until the job ends."""
     import json
 
-    from onemodel_viewer.tui.info_bar import InfoBar
-    from onemodel_viewer.tui.structure_tree import StructureTree
+    from onemodel_viewer.tui.widgets.info_bar import InfoBar
+    from onemodel_viewer.tui.widgets.structure_tree import StructureTree
     from test_reader_util import model, pack, write
 
     text = json.dumps(model())[:-1].encode() + b',"x":{"k":0,"k":1}}'
@@ -308,7 +308,7 @@ async def test_the_footer_builds_its_keys_once_at_start(monkeypatch):
     Textual's footer mounted its 8 keys three times (~1/8 of the app's start-up CPU)."""
     from textual.widgets._footer import FooterKey
 
-    from onemodel_viewer.tui.footer import ScreenFooter
+    from onemodel_viewer.tui.widgets.footer import ScreenFooter
 
     built: list[str] = []
     real = FooterKey.__init__

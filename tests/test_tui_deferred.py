@@ -8,8 +8,8 @@ from onemodel_viewer.format import reader
 from onemodel_viewer.tui import background
 from onemodel_viewer.tui.app import make_app
 from onemodel_viewer.tui.background import OpenRest
-from onemodel_viewer.tui.info_bar import InfoBar
-from onemodel_viewer.tui.structure_tree import StructureTree
+from onemodel_viewer.tui.widgets.info_bar import InfoBar
+from onemodel_viewer.tui.widgets.structure_tree import StructureTree
 
 import conftest  # noqa: E402
 from conftest import held_checks, hold_checks, wait_for_workers  # noqa: E402 - the shared Pilot helpers

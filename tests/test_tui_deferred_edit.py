@@ -65,7 +65,7 @@ def title(screen, css: str) -> str:
 async def test_the_problems_screen_opened_before_the_checks_end_says_so_and_gets_the_complete_list(tmp_path, monkeypatch):
     """Regression: ``p`` pressed while the deferred checks ran listed the problems known so far as if they
     were all ("0 problems", "the file is valid"), and kept that list once the checks had found more."""
-    from onemodel_viewer.tui.problems_screen import ProblemsScreen
+    from onemodel_viewer.tui.screens.problems import ProblemsScreen
 
     async with held_checks(monkeypatch, broken_chain(tmp_path, monkeypatch), SIZE) as (app, pilot, go):
         await pilot.press("p")
@@ -86,7 +86,7 @@ async def test_the_problems_screen_opened_before_the_checks_end_says_so_and_gets
 async def test_the_layout_screen_opened_before_the_checks_end_says_so_and_is_computed_again(tmp_path, monkeypatch):
     """Regression: ``l`` pressed while the deferred checks ran listed the extents without the tensors of
     the nodes not checked yet (node 22's ``c``, sharing ``w``'s bytes) and did not say so, and kept them."""
-    from onemodel_viewer.tui.layout_screen import LayoutScreen
+    from onemodel_viewer.tui.screens.layout import LayoutScreen
 
     async with held_checks(monkeypatch, broken_chain(tmp_path, monkeypatch), SIZE) as (app, pilot, go):
         await pilot.press("l")
@@ -103,7 +103,7 @@ async def test_the_layout_screen_opened_before_the_checks_end_says_so_and_is_com
 
 def node_rows(app) -> list[tuple[str, str]]:
     """(where, label) of the rows of the open main-graph nodes group, top to bottom."""
-    from onemodel_viewer.tui.structure_tree import StructureTree
+    from onemodel_viewer.tui.widgets.structure_tree import StructureTree
 
     tree = app.query_one(StructureTree)
     row = tree.node_for(app.reveal("manifest.graph.nodes[5]")).parent

@@ -1,4 +1,4 @@
-"""Pilot tests of the viewer's edit mode (tui/edit_mode.py) and of the rule ids in its panes."""
+"""Pilot tests of the viewer's edit mode (tui/edit/mode.py) and of the rule ids in its panes."""
 
 from __future__ import annotations
 
@@ -14,15 +14,15 @@ import pytest
 from textual.widgets import TextArea
 
 from onemodel_viewer.format.errors import FormatError, Kind
-from onemodel_viewer.format.overlay import EditSession, OverlayStorage
+from onemodel_viewer.format.onemodel.overlay import EditSession, OverlayStorage
 from onemodel_viewer.format.spec_rules import rule_of
 from onemodel_viewer.tui.app import make_app
-from onemodel_viewer.tui.detail_pane import DetailPane
-from onemodel_viewer.tui.edit_screens import EditListScreen, JsonEditor
-from onemodel_viewer.tui.hex_view import HexView
-from onemodel_viewer.tui.problems_screen import ProblemsScreen
-from onemodel_viewer.tui.prompt import Prompt
-from onemodel_viewer.tui.structure_tree import StructureTree
+from onemodel_viewer.tui.widgets.detail_pane import DetailPane
+from onemodel_viewer.tui.edit.screens import EditListScreen, JsonEditor
+from onemodel_viewer.tui.hex.hex_view import HexView
+from onemodel_viewer.tui.screens.problems import ProblemsScreen
+from onemodel_viewer.tui.widgets.prompt import Prompt
+from onemodel_viewer.tui.widgets.structure_tree import StructureTree
 from conftest import Viewer, identity_chain, settle_located, slow_facts  # noqa: E402 - the shared Pilot set-up
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -99,7 +99,7 @@ async def test_edit_header_field_marks_problem_and_undo_redo(model):
         assert any(lab.startswith("- gone: Unsupported header.flags") for lab in tree_labels(app))
         # fitted to a narrow tree, the gone problem keeps its kind and the start of its where (it was
         # one dim run, cut whole: "- gone: …")
-        from onemodel_viewer.tui.safe import fit_text
+        from onemodel_viewer.tui.widgets.safe import fit_text
 
         tree = app.query_one(StructureTree)
         group = tree.node_for(next(e for e in tree.roots if e.key == "problems"))
@@ -244,7 +244,7 @@ async def test_edit_in_a_big_graph_keeps_selection_and_renders_only_visible_labe
     rendered every label of the group to measure the tree's width (~100 ms of the UI thread on the
     10,000-node model); now only the rows on screen are rendered, and the labels still fit the pane."""
     from onemodel_viewer.format.schema import Graph, Model, Node, OperatorSet, Type, ValueInfo
-    from onemodel_viewer.format.writer import write
+    from onemodel_viewer.format.onemodel.writer import write
 
     n = 2500
     nodes = tuple(Node("Identity", f"n{i}", inputs=(f"v{i}",), outputs=(f"v{i + 1}",)) for i in range(n))
@@ -289,7 +289,7 @@ async def test_selection_comes_back_after_the_facts_of_the_reread_graph(tmp_path
 
     from onemodel_viewer.analysis.facts import Facts
     from onemodel_viewer.format.schema import Graph, Model, Node, OperatorSet, Type, ValueInfo
-    from onemodel_viewer.format.writer import write
+    from onemodel_viewer.format.onemodel.writer import write
 
     n = 1200
     nodes = tuple(Node("Identity", f"n{i}", inputs=(f"v{i}",), outputs=(f"v{i + 1}",)) for i in range(n))
@@ -349,7 +349,7 @@ async def test_reread_never_builds_the_documents_repr_or_group_labels_on_the_ui_
     import threading
 
     from onemodel_viewer.format.schema import NodeList
-    from onemodel_viewer.tui import entries
+    from onemodel_viewer.tui.widgets import entries
 
     path = identity_chain(tmp_path, 2500)
     on_ui = {"repr": 0, "labels": 0, "labels_off": 0}
@@ -541,7 +541,7 @@ async def test_background_job_steps_aside_for_the_frames_after_a_re_read(tmp_pat
     """Regression: the frames drawing the re-read document and the selection put back (the whole
     tree, detail and hex panes) shared the interpreter with the new document's background job, which
     doubled their wall time; the job now waits at its next step while each is drawn."""
-    from onemodel_viewer.tui.edit_mode import FRAME_HOLD, REREAD_HOLD
+    from onemodel_viewer.tui.edit.mode import FRAME_HOLD, REREAD_HOLD
 
     held = []
     real = make_app.__globals__["OneModelApp"].hold_background

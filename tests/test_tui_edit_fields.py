@@ -10,8 +10,8 @@ from textual.widgets import TextArea
 from conftest import Viewer
 
 from onemodel_viewer.tui.app import make_app
-from onemodel_viewer.tui.edit_screens import JsonEditor
-from onemodel_viewer.tui.structure_tree import StructureTree
+from onemodel_viewer.tui.edit.screens import JsonEditor
+from onemodel_viewer.tui.widgets.structure_tree import StructureTree
 
 SHOWCASE = Path(__file__).resolve().parent.parent / "testdata" / "valid" / "showcase.onemodel"
 
@@ -46,8 +46,8 @@ def test_every_field_row_names_a_value_of_the_manifest():
     import json
 
     from onemodel_viewer import format as omf
-    from onemodel_viewer.format.manifest_locate import Locator
-    from onemodel_viewer.tui.entries import EntryFactory
+    from onemodel_viewer.format.onemodel.manifest_locate import Locator
+    from onemodel_viewer.tui.widgets.entries import EntryFactory
 
     doc = omf.open(str(SHOWCASE))
     try:

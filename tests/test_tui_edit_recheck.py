@@ -1,4 +1,4 @@
-"""Pilot tests of an edit's re-check in the viewer (tui/edit_mode.py): what runs beside the re-read."""
+"""Pilot tests of an edit's re-check in the viewer (tui/edit/mode.py): what runs beside the re-read."""
 
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ async def test_nothing_is_drawn_while_the_edited_file_is_read_again(tmp_path, mo
     with the verdict."""
     import sys
 
-    from onemodel_viewer.tui.info_bar import InfoBar
+    from onemodel_viewer.tui.widgets.info_bar import InfoBar
 
     seen = []
     real_open = reader.open_storage
@@ -104,7 +104,7 @@ async def test_the_gc_stays_off_until_the_re_read_is_shown_when_the_job_ends_mea
 def shown_rows(app) -> list[tuple]:
     """Every row the tree shows but the problems group's (it carries the edit's marks): depth, label with
     its styles, record, expandable, open; each row's entry mapping back to its row."""
-    from onemodel_viewer.tui.structure_tree import StructureTree
+    from onemodel_viewer.tui.widgets.structure_tree import StructureTree
 
     tree = app.query_one(StructureTree)
     out = []
@@ -127,7 +127,7 @@ async def test_the_tree_after_an_edit_has_the_rows_of_a_fresh_build(tmp_path):
     """The tree keeps its rows across an edit's re-read (only changed rows relabelled, rows added and
     removed where records came and went): it must show what a viewer opened on the edited file shows,
     every row on the re-read document's records."""
-    from onemodel_viewer.tui.structure_tree import StructureTree
+    from onemodel_viewer.tui.widgets.structure_tree import StructureTree
 
     path = identity_chain(tmp_path, 2500)
     where = "manifest.graph.nodes[1500]"
@@ -166,7 +166,7 @@ async def test_the_previous_document_is_closed_off_the_ui_thread_once_no_row_sho
     model, on the UI thread when the re-read was shown) and freed in a thread."""
     import threading
 
-    from onemodel_viewer.tui.structure_tree import StructureTree
+    from onemodel_viewer.tui.widgets.structure_tree import StructureTree
 
     slow_facts(monkeypatch, 0.3)
     app = make_app(str(identity_chain(tmp_path, 1200)))
@@ -206,7 +206,7 @@ async def test_opening_the_file_anew_before_the_rows_were_swapped_leaves_no_row_
         await pilot.press("r")
         await until(pilot, lambda: not app.edit_restoring)
         await settle(pilot)
-        from onemodel_viewer.tui.structure_tree import StructureTree
+        from onemodel_viewer.tui.widgets.structure_tree import StructureTree
 
         tree = app.query_one(StructureTree)
         tree.focus()

@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 from rich.text import Text
 
-from onemodel_viewer.tui.detail_pane import DetailPane
-from onemodel_viewer.tui.hex_view import HexView
-from onemodel_viewer.tui.safe import fit_text
-from onemodel_viewer.tui.structure_tree import StructureTree
+from onemodel_viewer.tui.widgets.detail_pane import DetailPane
+from onemodel_viewer.tui.hex.hex_view import HexView
+from onemodel_viewer.tui.widgets.safe import fit_text
+from onemodel_viewer.tui.widgets.structure_tree import StructureTree
 
 ROOT = Path(__file__).resolve().parent.parent
 VALID = ROOT / "testdata" / "valid"
@@ -214,9 +214,9 @@ async def test_problem_messages_wrap_in_the_problems_table(viewer):
 
 async def test_stats_failure_wraps_and_does_not_promise_a_reload_fixes_it(viewer, monkeypatch):
     """``statistics failed: … (r: reload the file)`` was cut, and a reload does not fix a corrupt file."""
-    import onemodel_viewer.analysis.stats as stats_mod
+    import onemodel_viewer.analysis.stats.compute as stats_mod
     from onemodel_viewer.format.errors import FormatError, Kind
-    from onemodel_viewer.tui.stats_panel import StatsPanel
+    from onemodel_viewer.tui.widgets.stats_panel import StatsPanel
 
     tail = "and this is the end of a long message"
 
@@ -256,7 +256,7 @@ async def test_hex_colours_are_readable_in_both_themes_and_padding_is_dim(viewer
     """Light theme: offsets and padding were white on light grey; dark theme: padding bright white."""
     from textual.color import Color
 
-    from onemodel_viewer.tui.hex_view import MIN_CONTRAST, contrast
+    from onemodel_viewer.tui.hex.hex_view import MIN_CONTRAST, contrast
 
     async with viewer(SHOWCASE, size=(120, 40)) as pilot:
         app = pilot.app
@@ -281,7 +281,7 @@ async def test_hex_colours_are_readable_in_both_themes_and_padding_is_dim(viewer
 
 async def test_help_legend_shows_the_hex_colours(viewer):
     """The help's colour legend named the colours without showing them."""
-    from onemodel_viewer.tui.help_screen import HelpScreen
+    from onemodel_viewer.tui.screens.help import HelpScreen
 
     async with viewer(SHOWCASE, size=(120, 40)) as pilot:
         app = pilot.app
@@ -314,7 +314,7 @@ async def test_wide_hex_pane_uses_the_width(viewer):
 def test_unnamed_node_is_labelled_by_its_first_output():
     """420 identical ``▶ Constant`` rows: an unnamed node could not be told apart."""
     from onemodel_viewer.format.schema import Node
-    from onemodel_viewer.tui.formatters import node_label
+    from onemodel_viewer.tui.widgets.formatters import node_label
 
     try:
         n = Node(op="Constant", name="", domain="", inputs=(), outputs=("conv2d_10.w_0",), attributes=(), where="w")
@@ -327,7 +327,7 @@ def test_unnamed_node_is_labelled_by_its_first_output():
 
 async def test_search_says_what_matched_and_lists_results(viewer):
     """Search answered ``match 1/108: Constant`` with no list of results."""
-    from onemodel_viewer.tui.search_results import SearchResults
+    from onemodel_viewer.tui.screens.search_results import SearchResults
 
     async with viewer(SHOWCASE, size=(120, 40)) as pilot:
         app = pilot.app
@@ -363,7 +363,7 @@ async def test_revealed_match_has_context_around_it(viewer):
 
 async def test_layout_go_to_moves_tree_and_detail_and_w_finds_the_owner(viewer):
     """Layout "go to" moved only the hex pane; from a hex byte no key went to the record owning it."""
-    from onemodel_viewer.tui.layout_screen import LayoutScreen
+    from onemodel_viewer.tui.screens.layout import LayoutScreen
 
     async with viewer(SHOWCASE, size=(120, 40)) as pilot:
         app = pilot.app
@@ -402,8 +402,8 @@ def _diff_labels(tree) -> list[str]:
 
 async def test_diff_tree_shows_both_sides_counts(viewer):
     """The diff tree showed A's counts only: ``~ initializers (0)`` with 15 ``+`` children."""
-    from onemodel_viewer.tui.diff_app import make_diff_app
-    from onemodel_viewer.tui.diff_tree import DiffTree
+    from onemodel_viewer.tui.diff.app import make_diff_app
+    from onemodel_viewer.tui.diff.tree import DiffTree
 
     app = make_diff_app(str(viewer.need(VALID / "attributes.onemodel")), str(viewer.need(SHOWCASE)))
     async with app.run_test(size=(120, 40)) as pilot:
@@ -419,7 +419,7 @@ async def test_diff_tree_shows_both_sides_counts(viewer):
 
 async def test_diff_focus_is_visible(viewer):
     """In diff mode the pane borders never changed colour: focus was invisible."""
-    from onemodel_viewer.tui.diff_app import make_diff_app
+    from onemodel_viewer.tui.diff.app import make_diff_app
 
     app = make_diff_app(str(viewer.need(SHOWCASE)), str(viewer.need(VALID / "showcase.onnx")))
     async with app.run_test(size=(120, 40)) as pilot:

@@ -6,7 +6,7 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.widgets import Label
 
-from onemodel_viewer.tui.footer import ScreenFooter
+from onemodel_viewer.tui.widgets.footer import ScreenFooter
 
 
 class EarlyFooter(ScreenFooter):

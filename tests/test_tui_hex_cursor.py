@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from onemodel_viewer.tui.hex_view import HexView
+from onemodel_viewer.tui.hex.hex_view import HexView
 
 SHOWCASE = Path(__file__).resolve().parent.parent / "testdata" / "valid" / "showcase.onemodel"
 

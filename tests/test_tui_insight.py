@@ -10,17 +10,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from onemodel_viewer.tui.byte_inspector import ByteInspector
-from onemodel_viewer.tui.detail_pane import DetailPane
-from onemodel_viewer.tui.hex_view import HexView
-from onemodel_viewer.tui.neighbourhood_screen import NeighbourhoodScreen
-from onemodel_viewer.tui.neighbourhood_view import NeighbourhoodView
-from onemodel_viewer.tui.opschema_screen import OpSchemaScreen
-from onemodel_viewer.tui.params_screen import ParamsScreen
-from onemodel_viewer.tui.structure_tree import StructureTree
-from onemodel_viewer.tui.used_by_screen import UsedByScreen
-from onemodel_viewer.tui.values_grid import ValuesGrid
-from onemodel_viewer.tui.values_screen import ValuesScreen
+from onemodel_viewer.tui.hex.byte_inspector import ByteInspector
+from onemodel_viewer.tui.widgets.detail_pane import DetailPane
+from onemodel_viewer.tui.hex.hex_view import HexView
+from onemodel_viewer.tui.screens.neighbourhood import NeighbourhoodScreen
+from onemodel_viewer.tui.screens.neighbourhood_view import NeighbourhoodView
+from onemodel_viewer.tui.screens.opschema import OpSchemaScreen
+from onemodel_viewer.tui.screens.params import ParamsScreen
+from onemodel_viewer.tui.widgets.structure_tree import StructureTree
+from onemodel_viewer.tui.screens.used_by import UsedByScreen
+from onemodel_viewer.tui.screens.values_grid import ValuesGrid
+from onemodel_viewer.tui.screens.values import ValuesScreen
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import insight_models as im  # noqa: E402
@@ -219,7 +219,7 @@ async def test_export_npy_round_trip(viewer, models, tmp_path):
 async def test_byte_inspector_stays_on_screen_at_80x24_with_the_statistics(viewer):
     """The inspector (and the hex rows) were laid out below the bottom of an 80x24 screen when the
     statistics panel was open: nothing of it could be seen."""
-    from onemodel_viewer.tui.stats_panel import StatsPanel
+    from onemodel_viewer.tui.widgets.stats_panel import StatsPanel
 
     async with viewer(ROOT / "testdata" / "valid" / "showcase.onemodel", size=(80, 24)) as pilot:
         app = pilot.app

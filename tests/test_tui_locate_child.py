@@ -1,4 +1,4 @@
-"""Manifest look-ups in a child process (tui/locate_child.py): the viewer's big manifests."""
+"""Manifest look-ups in a child process (tui/hex/locate_child.py): the viewer's big manifests."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import pytest
 
 import onemodel_viewer.format as omf
 from onemodel_viewer.format.schema import walk_graphs
-from onemodel_viewer.tui import locate
-from onemodel_viewer.tui.locate_child import LocateChild
+from onemodel_viewer.tui.hex import locate
+from onemodel_viewer.tui.hex.locate_child import LocateChild
 
 ROOT = Path(__file__).resolve().parent.parent
 VALID = ROOT / "testdata" / "valid"

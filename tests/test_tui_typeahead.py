@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 from textual import events
 
-from onemodel_viewer.tui.hex_view import HexView
-from onemodel_viewer.tui.prompt import Prompt
+from onemodel_viewer.tui.hex.hex_view import HexView
+from onemodel_viewer.tui.widgets.prompt import Prompt
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import insight_models as im  # noqa: E402
@@ -97,7 +97,7 @@ async def test_keys_sent_on_both_sides_of_the_input_taking_the_focus_keep_their_
     typed first (the input types held keys as it takes the focus; keys sent to it wait behind that
     event). The keys are posted where the app forwards them: to the screen while nothing has the
     focus, then to the focused input."""
-    from onemodel_viewer.tui.prompt import PromptInput
+    from onemodel_viewer.tui.widgets.prompt import PromptInput
 
     async with open_tensors(viewer, tmp_path) as pilot:
         app = pilot.app
@@ -164,7 +164,7 @@ async def test_keys_typed_ahead_into_the_diff_viewers_goto_prompt_reach_it(tmp_p
     """g 1 2 backspace 3 enter in one burst in the diff viewer: the keys sent with the g went to the diff
     tree below the prompt and were dropped (the diff viewer did not hand stray keys to the prompt)."""
     from conftest import wait_for_workers
-    from onemodel_viewer.tui.diff_app import make_diff_app
+    from onemodel_viewer.tui.diff.app import make_diff_app
 
     app = make_diff_app(str(SHOWCASE), str(SHOWCASE))
     async with app.run_test(size=(120, 40)) as pilot:

@@ -12,11 +12,11 @@ from onemodel_viewer.format.document import Document, Header
 from onemodel_viewer.format.dtypes import AttrType
 from onemodel_viewer.format.schema import Attribute, Graph, Model, Node, OperatorSet, Tensor, all_tensors
 from onemodel_viewer.format.storage import BytesStorage
-from onemodel_viewer.tui.bytemap import ByteMap
-from onemodel_viewer.tui.describe import attribute_value_text, float_bits_text, opset_version
-from onemodel_viewer.tui.entries import CHUNK, Entry, EntryFactory, path_to
-from onemodel_viewer.tui.prompt import parse_offset
-from onemodel_viewer.tui.safe import human_size, safe_str, safe_text, visible
+from onemodel_viewer.tui.hex.bytemap import ByteMap
+from onemodel_viewer.tui.widgets.describe import attribute_value_text, float_bits_text, opset_version
+from onemodel_viewer.tui.widgets.entries import CHUNK, Entry, EntryFactory, path_to
+from onemodel_viewer.tui.widgets.prompt import parse_offset
+from onemodel_viewer.tui.widgets.safe import human_size, safe_str, safe_text, visible
 
 ROOT = Path(__file__).resolve().parent.parent
 SHOWCASE = ROOT / "testdata" / "valid" / "showcase.onemodel"
@@ -120,8 +120,8 @@ def test_layout_rows_of_a_onemodel_file_are_the_analysis_layout():
     answer to analysis.layout's question: it called the bytes between two tensors a gap ("alignment
     padding") where analysis.layout and --check call them padding. A OneModel file's rows are the
     analysis layout's, non-zero padding and overlaps included."""
-    from onemodel_viewer.analysis.layout import layout
-    from onemodel_viewer.tui.layout_screen import from_analysis
+    from onemodel_viewer.analysis.layout.onemodel.onemodel import layout
+    from onemodel_viewer.tui.screens.layout import from_analysis
 
     doc = _doc_with_tensors([(0, 16), (64, 32), (64, 8)], poke={120: 7, 128 + 30: 1})
     rows = from_analysis(doc)
@@ -135,7 +135,7 @@ def test_layout_rows_of_a_onemodel_file_are_the_analysis_layout():
 
 
 def test_layout_rows_of_an_onnx_file_are_the_byte_map_regions():
-    from onemodel_viewer.tui.layout_screen import from_bytemap
+    from onemodel_viewer.tui.screens.layout import from_bytemap
 
     with omf.open(ROOT / "testdata" / "valid" / "attributes.onnx", mode="diagnose") as doc:
         assert [(r.start, r.end, r.kind, r.name) for r in from_bytemap(ByteMap(doc))] == [

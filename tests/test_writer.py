@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from onemodel_viewer import format as omf
-from onemodel_viewer.format import writer
+from onemodel_viewer.format.onemodel import writer
 from onemodel_viewer.format.dtypes import AttrType
 from onemodel_viewer.format.errors import FormatError, Kind
 from onemodel_viewer.format.schema import (

@@ -150,7 +150,7 @@ def test_every_valid_onemodel_parses():
 def test_written_testdata_is_canonical_for_the_reader(name):
     """What the reader reads back re-encodes to the very manifest bytes the writer wrote."""
     from onemodel_viewer import format as omf
-    from onemodel_viewer.format import writer
+    from onemodel_viewer.format.onemodel import writer
 
     doc = omf.open(os.path.join(VALID, name + ".onemodel"))
     mo, ml = doc.manifest_span

@@ -12,7 +12,8 @@ import sys
 import numpy as np
 import pytest
 
-from onemodel_viewer.format import output, writer
+from onemodel_viewer.format import output
+from onemodel_viewer.format.onemodel import writer
 from onemodel_viewer.format.schema import Graph, Model, Tensor
 from onemodel_viewer.format.storage import BytesStorage, FileStorage
 

@@ -1,6 +1,6 @@
 """A node's graph neighbourhood: its producers ``up`` levels up and consumers ``down`` levels down,
 laid out in layers (a simple layered layout: one layer per distance, boxes in first-seen order),
-with fan-outs folded. No UI here; ``tui/neighbourhood_screen.py`` draws it.
+with fan-outs folded. No UI here; ``tui/screens/neighbourhood.py`` draws it.
 
 Producers and consumers come from the caller's facts (``facts.of(graph)``: ``producer``,
 ``consumers``, ``initializer``, ``types``) and, for readers inside subgraphs, from a

@@ -80,7 +80,7 @@ class Inferred:
 def weightless_proto(model: Model):
     """``model`` as an ONNX ModelProto whose big tensors are marked external data with no location (no
     bytes copied; only for shape inference: onnx.checker or a loader would refuse them)."""
-    from ..format.onnx_export import model_to_proto
+    from ..format.onnx.exporter import model_to_proto
     from ..format.schema import all_tensors
 
     # marked external with no location: their three external_data entries cost 3 ms per 2,000 tensors

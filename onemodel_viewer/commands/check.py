@@ -11,7 +11,7 @@ any finding); usage errors (2) are argparse's.
 
 A problem or finding about an ONNX weights file names it in ``file`` (its location, relative to the
 model's folder); ``files`` (ONNX files with external data) is the layout of each weights file
-(:mod:`onemodel_viewer.analysis.external_layout`), ``shared_with`` the models checked before this
+(:mod:`onemodel_viewer.analysis.layout.external`), ``shared_with`` the models checked before this
 one in the same run that read the same file.
 
 ``problems[0]`` is the error strict reading raises. Output is ASCII JSON (``ensure_ascii``), so
@@ -22,7 +22,7 @@ Without ``--json``: a readable report per file; every file-derived string goes t
 :func:`onemodel_viewer.textsafe.visible` into a ``rich.text.Text``.
 
 ONNX files are imported (diagnose mode) and checked with ``onnx.checker`` (with their external
-data loaded as the checker needs it: :mod:`onemodel_viewer.format.onnx_checker`); a checker failure
+data loaded as the checker needs it: :mod:`onemodel_viewer.format.onnx.checker`); a checker failure
 is ``InvalidModel`` at ``onnx.checker``.
 """
 
@@ -49,7 +49,7 @@ class CheckResult:
     findings: list[Finding] = field(default_factory=list)
     source: str = "onemodel"
     files: list = field(default_factory=list, repr=False, compare=False)
-    """ONNX: the :class:`~onemodel_viewer.analysis.external_layout.FileLayout` of each weights file."""
+    """ONNX: the :class:`~onemodel_viewer.analysis.layout.external.FileLayout` of each weights file."""
     shared: dict[str, list[str]] = field(default_factory=dict, repr=False, compare=False)
     """Weights file location -> models checked earlier in the run that read it too."""
     external: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
@@ -105,12 +105,12 @@ def check_file(path: str, keep: list | None = None) -> CheckResult:
             result.findings.extend(doc.findings)
             _external(doc, result)
             if not any(p.kind == Kind.MALFORMED and p.where == "onnx" for p in doc.problems):
-                from ..format.onnx_checker import checker_problems
+                from ..format.onnx.checker import checker_problems
 
                 external = bool(doc.external_files) or any(".external_data" in p.where for p in doc.problems)
                 result.problems.extend(checker_problems(path, external))
         else:
-            from ..analysis.layout import all_findings
+            from ..analysis.layout.onemodel import all_findings
 
             try:
                 result.findings.extend(all_findings(doc, parsed=parsed))
@@ -129,7 +129,7 @@ def _external(doc, result: CheckResult) -> None:
     """The weights files' layout and findings (ONNX with external data)."""
     if not doc.external_files:
         return
-    from ..analysis.external_layout import external_findings, external_layout
+    from ..analysis.layout.external import external_findings, external_layout
 
     result.files = external_layout(doc)
     result.findings.extend(external_findings(result.files))

@@ -44,7 +44,7 @@ def _same(src: str, dst: str) -> bool:
 
 
 def _warn(doc) -> None:
-    from ..analysis.layout import all_findings
+    from ..analysis.layout.onemodel import all_findings
 
     try:
         found = all_findings(doc)  # duplicate keys, shared bytes...: what the source's readers may disagree on
@@ -104,7 +104,7 @@ def _run(src: str, dst: str, action) -> int:
 
 def run_convert(src: str, dst: str) -> int:
     """Write SRC (ONNX or OneModel) as the canonical OneModel file DST. 0 ok, 1 error."""
-    from ..format import writer
+    from ..format.onemodel import writer
     from ..format.sparse_indices import widen_sparse_indices
 
     def action(doc, out):
@@ -125,13 +125,13 @@ def run_export(src: str, dst: str, options=None, keep_external: bool = False) ->
     A model the ONNX file could not hold readably (nested deeper than protobuf decodes) is refused before
     anything is written: Unsupported at its deepest path (``onnx_export.proto_depth``).
     """
-    from ..format import onnx_export
+    from ..format.onnx import exporter as onnx_export
 
     def action(doc, out):
         opts = options
         if keep_external:
-            from ..format.onnx_external import ExternalFacts
-            from ..format.onnx_weights import ExternalOptions, keep_locations
+            from ..format.onnx.external import ExternalFacts
+            from ..format.onnx.weights import ExternalOptions, keep_locations
             from ..format.schema import all_tensors
 
             opts = opts if opts is not None else ExternalOptions()

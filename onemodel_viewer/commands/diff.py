@@ -91,7 +91,7 @@ def run_diff(a: str, b: str, as_json: bool = False, *, top: int = TOP, out: Text
 def _run(a: str, b: str, as_json: bool, top: int, out: TextIO, err: TextIO) -> int:
     from concurrent.futures import ThreadPoolExecutor
 
-    from ..analysis.diff import staged
+    from ..analysis.diff.compare import staged
     from ..format.errors import FormatError
 
     docs, parsed = [], []
@@ -148,7 +148,7 @@ def _findings(doc, parsed=None) -> list:
     """What a careful reader must see about one file (duplicate keys, shared bytes...): readers may disagree
     on such a file's model, so the diff says so beside its verdict (issue: 'findings in every surface').
     ``parsed``: the manifest parsed by this very open (spares a second parse)."""
-    from ..analysis.layout import all_findings
+    from ..analysis.layout.onemodel import all_findings
     from ..format.errors import FormatError
 
     try:

@@ -32,8 +32,8 @@ IN's verdict: problems and findings (by kind/code and ``where``) that appeared a
 Exit status: 0 OUT written, 1 an edit could not be applied or OUT not written, 2 usage.
 
 The edits and the image they apply to (:func:`parse_edit`, :class:`Image`) are in
-:mod:`onemodel_viewer.format.edit_image`, shared with the viewer's edit mode
-(:mod:`onemodel_viewer.format.overlay`).
+:mod:`onemodel_viewer.format.onemodel.edit_image`, shared with the viewer's edit mode
+(:mod:`onemodel_viewer.format.onemodel.overlay`).
 """
 
 from __future__ import annotations
@@ -42,9 +42,9 @@ import json
 import os
 import sys
 
-from ..format.edit_image import CHUNK, Edit, EditError, Image, copy_range, parse_edit, write_all  # noqa: F401 (re-exported)
+from ..format.onemodel.edit_image import CHUNK, Edit, EditError, Image, copy_range, parse_edit, write_all  # noqa: F401 (re-exported)
 from ..format.errors import FormatError
-from ..format.overlay import verdict_change  # noqa: F401 (re-exported)
+from ..format.onemodel.overlay import verdict_change  # noqa: F401 (re-exported)
 
 PROG = "onemodel-view"
 

@@ -538,7 +538,7 @@ def _shrink_tree(manifest: bytes, h: dict, test: Tester):
 
 
 def _write(src: str, dst: str, front: bytes, total: int | None, copies: list) -> None:
-    from ..format.writer import atomic_output
+    from ..format.onemodel.writer import atomic_output
 
     total = len(front) if total is None else total
     with open(src, "rb") as f, atomic_output(dst) as out:

@@ -8,7 +8,7 @@ whether its strict open fails like IN's, raising :class:`Budget` when the time i
 
 from __future__ import annotations
 
-from ..format.header import STRUCT
+from ..format.onemodel.header import STRUCT
 
 HEADER = STRUCT  # the header layout (spec section 1.1), as the reader reads it
 FIELDS = ("magic", "version", "flags", "manifest_offset", "manifest_length", "data_offset", "data_length",

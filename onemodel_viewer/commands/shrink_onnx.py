@@ -96,7 +96,7 @@ def fails_like(path: str, target, checker: str | None) -> bool:
         return False
     if checker is None:
         return False
-    from ..format.onnx_checker import checker_problems
+    from ..format.onnx.checker import checker_problems
 
     probs = checker_problems(path, False)
     return bool(probs) and probs[0].kind == Kind.INVALID_MODEL and masked_first_line(probs[0].message) == checker

@@ -1,7 +1,7 @@
 """``onemodel-view --stats [--json] FILE``: the statistics of every tensor, for scripts and people.
 
-The figures are the viewer's (:func:`~onemodel_viewer.analysis.stats.compute_stats`, exact
-histograms), computed by :func:`~onemodel_viewer.analysis.stats_batch.compute_stats_many`: the
+The figures are the viewer's (:func:`~onemodel_viewer.analysis.stats.compute.compute_stats`, exact
+histograms), computed by :func:`~onemodel_viewer.analysis.stats.batch.compute_stats_many`: the
 small tensors side by side on the worker threads, the large ones one at a time over every thread.
 
 ``--json`` prints one JSON object per tensor and line, in the writer's order::
@@ -75,7 +75,7 @@ def _line(t, s) -> str:
 
 def run_stats(src: str, as_json: bool = False) -> int:
     from .. import format as omf
-    from ..analysis.stats_batch import compute_stats_many
+    from ..analysis.stats.batch import compute_stats_many
     from ..format.errors import FormatError
     from ..format.schema import all_tensors
 

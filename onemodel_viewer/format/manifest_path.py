@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from .json_scan import LazyRe
+from .onemodel.json_scan import LazyRe
 
 __all__ = ["join", "split_path"]
 

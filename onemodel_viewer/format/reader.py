@@ -71,7 +71,7 @@ import threading
 from typing import TYPE_CHECKING, Callable
 
 from ..process import paused_gc
-from . import header as _header
+from .onemodel import header as _header
 from . import ort as _ort
 from .document import HEADER_SIZE, Document
 from .errors import Finding, FormatError, Kind
@@ -81,8 +81,8 @@ from .rules import Stopped, resolve
 from .storage import FileStorage
 
 if TYPE_CHECKING:  # pragma: no cover
-    from . import manifest as _manifest
-    from .builder import Builder
+    from .onemodel import manifest as _manifest
+    from .onemodel.builder import Builder
 
 # The manifest parser and the builder are imported where a OneModel manifest is read: a process that
 # opens only ONNX files (--convert of one, its --check) does not load them (~8 ms CPU at start)
@@ -102,7 +102,7 @@ def duplicate_key_findings(manifest: bytes, base: int = 64, parsed: _manifest.Pa
     now if they were not (:func:`.manifest.with_duplicates`, with ``step``: a piece at a time; None
     when ``step()`` said stop).
     """
-    from . import manifest as _manifest
+    from .onemodel import manifest as _manifest
 
     report = Reporter(False, LOCATE_CAP)
     report.manifest = manifest
@@ -172,7 +172,7 @@ def open_with_manifest(path, mode: str = "diagnose", duplicates: bool = True) ->
     """:func:`open_path`, plus the parsed manifest JSON when the OneModel reader parsed one.
 
     ``--check`` uses the parsed value to prove the manifest canonical cheaply
-    (:func:`onemodel_viewer.analysis.layout.noncanonical`); plain opens drop it.
+    (:func:`onemodel_viewer.analysis.layout.onemodel.noncanonical`); plain opens drop it.
     ``duplicates=False``: a diagnose open leaves ``duplicate-key`` to the caller, as a strict open
     does (``parsed.checked_duplicates`` False: :func:`duplicate_key_findings` finds them from it).
     """
@@ -241,7 +241,7 @@ def _open(path, mode: str, keep: list | None, duplicates: bool = True, defer: bo
             return _ort.open_ort(path, mode, storage, report, resolve)
         if not sniff_onemodel(path, first[:8], storage.size):
             storage.close()
-            from .onnx_import import import_onnx
+            from .onnx.importer import import_onnx
 
             return import_onnx(path, mode=mode)
         doc = Document(path, "onemodel", storage.size, storage=storage, mode=mode)
@@ -332,8 +332,8 @@ def _parse_and_build(data, h, verdict, report: Reporter, storage, keep: list | N
     # Duplicate keys are findings; detecting them costs, so strict opens leave them to
     # analysis.layout.all_findings (diagnose mode, used by --check, finds them; the viewer's
     # background job, after the first screen: 10^6 nodes, 0.24 s)
-    from . import manifest as _manifest
-    from .builder import Builder
+    from .onemodel import manifest as _manifest
+    from .onemodel.builder import Builder
 
     if parse is not None:
         parsed = _manifest.Parsed(parse, [], True)
@@ -392,7 +392,7 @@ def _finish(model, builder: Builder, report: Reporter, storage, span: tuple[int,
 
 def _parse_diagnose(data: bytes, report: Reporter, duplicates: bool = True, unique: bool = False):
     """``unique``: the caller proved that no key repeats (see :func:`open_storage`)."""
-    from . import manifest as _manifest
+    from .onemodel import manifest as _manifest
 
     try:
         parsed = _manifest.parse(data, 64, duplicates and not unique)

@@ -9,7 +9,7 @@ of the JSON value at ``where`` (:class:`.manifest_locate.Locator`, failure path 
 from __future__ import annotations
 
 from .errors import Finding, FormatError, Kind, Problem
-from .manifest_locate import Locator
+from .onemodel.manifest_locate import Locator
 
 LOCATE_CAP = 2000
 """Diagnose mode: how many problems, and how many findings, get a located manifest offset (the first look-up in

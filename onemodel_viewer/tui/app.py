@@ -41,22 +41,22 @@ from ..format.schema import Tensor
 from ..format.storage import Storage
 from ..process import freeze_gc, pause_gc
 from .background import BackgroundWork, open_for_viewer
-from .bytemap import ByteMap, FileMaps
-from .describe import Describer
-from .info_bar import InfoBar, count_nodes, count_tensors, document_parts
-from .detail_pane import DetailPane
-from .edit_mode import EditActions
-from .byte_inspector import ByteInspector
-from .entries import Entry, EntryFactory
-from .footer import ScreenFooter
-from .hex_view import HexView
+from .hex.bytemap import ByteMap, FileMaps
+from .widgets.describe import Describer
+from .widgets.info_bar import InfoBar, count_nodes, count_tensors, document_parts
+from .widgets.detail_pane import DetailPane
+from .edit.mode import EditActions
+from .hex.byte_inspector import ByteInspector
+from .widgets.entries import Entry, EntryFactory
+from .widgets.footer import ScreenFooter
+from .hex.hex_view import HexView
 from .insight import Insight, InsightActions
-from .locate import ManifestSpans
-from .safe import safe_str
+from .hex.locate import ManifestSpans
+from .widgets.safe import safe_str
 from .search import SearchActions, SearchIndex  # noqa: F401 (SearchIndex: the name tests import from here)
 from .run import run_app
-from .stats_panel import StatsPanel
-from .structure_tree import StructureTree
+from .widgets.stats_panel import StatsPanel
+from .widgets.structure_tree import StructureTree
 
 EXIT_ENV = "ONEMODEL_VIEW_EXIT_AFTER_FIRST_SCREEN"
 LOCATE_DELAY = 0.15
@@ -68,7 +68,7 @@ class OneModelApp(BackgroundWork, SearchActions, InsightActions, EditActions, Ap
 
     # insight.tcss too (its screens' CSS_PATH; ~1 ms to parse): a screen bringing CSS of its own
     # restyles the whole app on its first push (the first a, u, P, o or v: ~20 ms of CPU)
-    CSS_PATH = ["app.tcss", "insight.tcss"]
+    CSS_PATH = ["app.tcss", "screens/insight.tcss"]
     TITLE = "onemodel-view"
     ENABLE_COMMAND_PALETTE = True
 
@@ -100,7 +100,7 @@ class OneModelApp(BackgroundWork, SearchActions, InsightActions, EditActions, Ap
         Binding("i", "toggle_inspector", "Inspect", show=False),
         Binding("y", "copy('name')", "Copy name", show=False),
         Binding("Y", "copy('where')", "Copy where", show=False),
-        Binding("E", "edit", "Edit", show=False),  # edit mode: tui/edit_mode.py
+        Binding("E", "edit", "Edit", show=False),  # edit mode: tui/edit/mode.py
         Binding("ctrl+z", "undo_edit", "Undo", show=False),
         Binding("ctrl+y", "redo_edit", "Redo", show=False),
         Binding("L", "edit_list", "Edit list", show=False),
@@ -160,7 +160,7 @@ class OneModelApp(BackgroundWork, SearchActions, InsightActions, EditActions, Ap
         yield ScreenFooter()
 
     async def on_key(self, event: events.Key) -> None:
-        from .prompt import take_stray_key  # here: no prompt is open before a key (its classes: ~1 ms of the first screen)
+        from .widgets.prompt import take_stray_key  # here: no prompt is open before a key (its classes: ~1 ms of the first screen)
         await take_stray_key(self, event)  # a key sent to this screen before a prompt opened goes into it
 
     def on_mount(self) -> None:
@@ -331,7 +331,7 @@ class OneModelApp(BackgroundWork, SearchActions, InsightActions, EditActions, Ap
             hexv.goto(obj.offset, 1)
             return
         if self.document is not None and self.document.source == "ort":
-            from .ort_detail import ort_span  # imported for .ort files only (~10-15 ms at start)
+            from .ort.detail import ort_span  # imported for .ort files only (~10-15 ms at start)
 
             span = ort_span(self.document, entry)  # an .ort record: its flatbuffer table
             if span is not None:
@@ -427,7 +427,7 @@ class OneModelApp(BackgroundWork, SearchActions, InsightActions, EditActions, Ap
         tree.styles.width = width
 
     def action_help(self) -> None:
-        from .help_screen import HelpScreen
+        from .screens.help import HelpScreen
 
         self.push_screen(HelpScreen(self.query_one(HexView).swatches()))
 
@@ -435,7 +435,7 @@ class OneModelApp(BackgroundWork, SearchActions, InsightActions, EditActions, Ap
         self.theme = "textual-light" if self.current_theme.dark else "textual-dark"
 
     def action_goto(self) -> None:
-        from .prompt import ask_offset
+        from .widgets.prompt import ask_offset
 
         ask_offset(self, self.query_one(HexView))
 
@@ -461,7 +461,7 @@ class OneModelApp(BackgroundWork, SearchActions, InsightActions, EditActions, Ap
             if rec is not None:
                 self.jump_to_problem(rec)
 
-        from .problems_screen import ProblemsScreen
+        from .screens.problems import ProblemsScreen
 
         self.push_screen(ProblemsScreen(list(doc.problems), list(doc.findings), note=self.verdict_note(), **self.problem_marks()), done)
 
@@ -490,7 +490,7 @@ class OneModelApp(BackgroundWork, SearchActions, InsightActions, EditActions, Ap
                     hexv.show_file(span[2] if len(span) > 2 else None)
                 hexv.goto(span[0], span[1])
 
-        from .layout_screen import LayoutScreen
+        from .screens.layout import LayoutScreen
 
         self.push_screen(LayoutScreen(self.bytemap, self.document, self.verdict_note()), done)
 
@@ -594,7 +594,7 @@ def run_viewer(path: str) -> int:
 
 
 def run_diff_viewer(a: str, b: str) -> int:
-    """The viewer in diff mode (tui/diff_app.py, the diff helper's module)."""
-    from .diff_app import run_diff_viewer as r
+    """The viewer in diff mode (tui/diff/app.py, the diff helper's module)."""
+    from .diff.app import run_diff_viewer as r
 
     return r(a, b)

@@ -9,7 +9,7 @@ said "checking…", are filled again; an edit's comparison waits for the checks:
 :meth:`~BackgroundWork.wait_for_checks`), then the ``duplicate-key`` findings; then the main graph's
 facts, the insight's used-by map, parameter counts and inferred types (:meth:`~.insight.Insight.run`), the
 search index (:meth:`~.search.SearchActions._prepare_search`), then, for a OneModel file, the
-findings that need its bytes (:func:`~onemodel_viewer.analysis.layout.file_findings`), added to the
+findings that need its bytes (:func:`~onemodel_viewer.analysis.layout.onemodel.file_findings`), added to the
 tree's findings group and the info bar when they arrive (which says "checking for findings…" until
 the job ends).
 
@@ -36,10 +36,10 @@ from textual import events, work
 from ..analysis.facts import Facts
 from ..format.document import Document
 from ..process import favour_ui_thread, freeze_gc
-from .bytemap import ByteMap
-from .hex_view import HexView
-from .info_bar import InfoBar, count_nodes, count_tensors
-from .structure_tree import StructureTree
+from .hex.bytemap import ByteMap
+from .hex.hex_view import HexView
+from .widgets.info_bar import InfoBar, count_nodes, count_tensors
+from .widgets.structure_tree import StructureTree
 
 __all__ = ["BackgroundWork", "DEFER_BYTES", "INPUT_HOLD", "JobCancel", "OpenRest", "open_for_viewer"]
 
@@ -276,8 +276,8 @@ class BackgroundWork:
     def _screens_checked(self, doc: Document) -> None:
         """The problems and layout screens opened while the checks ran (they said "checking…"): the
         problems listed again, the extents computed again."""
-        from .layout_screen import LayoutScreen
-        from .problems_screen import ProblemsScreen
+        from .screens.layout import LayoutScreen
+        from .screens.problems import ProblemsScreen
 
         note = self.verdict_note()
         for screen in self.screen_stack:
@@ -340,7 +340,7 @@ class BackgroundWork:
 
     def _file_findings(self, doc: Document, cancel: threading.Event | None = None) -> None:
         """The findings that need the bytes (padding, unowned and shared bytes, canonical form): off the UI thread."""
-        from ..analysis.layout import file_findings
+        from ..analysis.layout.onemodel import file_findings
 
         try:
             extra = file_findings(doc, cancel=cancel)

@@ -25,8 +25,8 @@ from textual.worker import get_current_worker
 from ..analysis.facts import Facts
 from ..format.document import Document
 from ..format.schema import Function, Graph, Node, SparseTensor, Tensor, Type, ValueInfo
-from .entries import Entry
-from .safe import human_size, safe_str, safe_text
+from .widgets.entries import Entry
+from .widgets.safe import human_size, safe_str, safe_text
 
 if TYPE_CHECKING:  # imported when used, not at start (there: ~8 ms of the imports)
     from ..analysis.params import ParamCounts
@@ -371,7 +371,7 @@ class InsightActions:
     # -- helpers
     def refresh_detail(self) -> None:
         """Describe the current entry again (a background result arrived), keeping the pane's cursor."""
-        from .detail_pane import DetailPane
+        from .widgets.detail_pane import DetailPane
 
         cur = getattr(self, "current", None)
         if cur is None:
@@ -399,7 +399,7 @@ class InsightActions:
 
     # -- actions
     def action_used_by(self) -> None:
-        from .used_by_screen import UsedByScreen
+        from .screens.used_by import UsedByScreen
 
         e = self._current("tensor", "sparse", "value", "node", "function")
         ins = self.insight
@@ -426,7 +426,7 @@ class InsightActions:
 
     def _function_used_by(self, ins: Insight, e: Entry) -> None:
         """``u`` on a function (its inputs and outputs) or a node of its body (its outputs)."""
-        from .used_by_screen import UsedByScreen
+        from .screens.used_by import UsedByScreen
 
         f = e.function
         names = list(f.inputs) + list(f.outputs) if e.kind == "function" else [o for o in e.obj.outputs if o]
@@ -443,7 +443,7 @@ class InsightActions:
         self.push_screen(UsedByScreen(names, rows), done)  # type: ignore[attr-defined]
 
     def action_parameters(self) -> None:
-        from .params_screen import ParamsScreen
+        from .screens.params import ParamsScreen
 
         ins = self.insight
         if ins is None or ins.doc.model is None:
@@ -463,8 +463,8 @@ class InsightActions:
 
     def action_operator_help(self) -> None:
         from ..analysis.opschema import schema_facts
-        from .describe import opset_version
-        from .opschema_screen import OpSchemaScreen
+        from .widgets.describe import opset_version
+        from .screens.opschema import OpSchemaScreen
 
         e = self._current("node")
         if e is None:
@@ -475,7 +475,7 @@ class InsightActions:
         self.push_screen(OpSchemaScreen(e.obj, schema_facts(e.obj, ver)))  # type: ignore[attr-defined]
 
     def action_values(self) -> None:
-        from .values_screen import ValuesScreen
+        from .screens.values import ValuesScreen
 
         t = self._selected_tensor()
         if t is None:
@@ -484,7 +484,7 @@ class InsightActions:
         self.push_screen(ValuesScreen(t))  # type: ignore[attr-defined]
 
     def action_neighbourhood(self) -> None:
-        from .neighbourhood_screen import NeighbourhoodScreen
+        from .screens.neighbourhood import NeighbourhoodScreen
 
         e = self._current("node")
         if e is None or e.graph is None:
@@ -509,7 +509,7 @@ class InsightActions:
         self.push_screen(screen, done)  # type: ignore[attr-defined]
 
     def action_toggle_inspector(self) -> None:
-        from .byte_inspector import ByteInspector
+        from .hex.byte_inspector import ByteInspector
 
         bi = self.query_one(ByteInspector)  # type: ignore[attr-defined]
         bi.toggle_class("hidden")
@@ -518,8 +518,8 @@ class InsightActions:
             self.update_inspector()
 
     def update_inspector(self) -> None:
-        from .byte_inspector import ByteInspector
-        from .hex_view import HexView
+        from .hex.byte_inspector import ByteInspector
+        from .hex.hex_view import HexView
 
         bi = self.query_one(ByteInspector)  # type: ignore[attr-defined]
         if bi.has_class("hidden"):
@@ -528,7 +528,7 @@ class InsightActions:
         bi.show_at(hexv.storage, hexv.bytemap, hexv.cursor)
 
     def action_export_npy(self) -> None:
-        from .prompt import Prompt
+        from .widgets.prompt import Prompt
 
         t = self._selected_tensor()
         if t is None:

@@ -17,7 +17,7 @@ from textual.app import SystemCommand
 from ..analysis.facts import Facts
 from ..analysis.search import SearchIndex
 from ..format.document import Document
-from .safe import safe_str
+from .widgets.safe import safe_str
 
 __all__ = ["SearchActions", "SearchIndex"]
 
@@ -56,7 +56,7 @@ class SearchActions:
             self._search_index = index
 
     def action_search(self) -> None:
-        from .prompt import Prompt
+        from .widgets.prompt import Prompt
 
         def done(text: str | None) -> None:
             if text:
@@ -105,7 +105,7 @@ class SearchActions:
         if not self.search_matches:
             self.notify("no search: press / to search", markup=False)
             return
-        from .search_results import SearchResults
+        from .screens.search_results import SearchResults
 
         why = getattr(self, "_search_why", [])
         rows = [(w, d, why[i] if i < len(why) else "") for i, (w, d) in enumerate(self.search_matches)]

@@ -31,7 +31,7 @@ import math
 
 from ..dtypes import DTYPES, STRING, AttrType
 from ..errors import Kind
-from ..header import MAX_COUNT
+from ..onemodel.header import MAX_COUNT
 from ..schema import (
     Attribute,
     Graph,

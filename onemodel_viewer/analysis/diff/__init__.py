@@ -1,0 +1,1 @@
+"""Comparing two models: structure, tensor values, the equivalences of ONNX Runtime's converter, byte diffs."""

@@ -1,0 +1,1 @@
+"""Who owns each byte of a file: OneModel data regions, ONNX weights files, .ort payloads."""

@@ -1,0 +1,1 @@
+"""The OneModel format: header, manifest, builders into the records, the canonical form, the edit image, the writer."""

@@ -1,0 +1,1 @@
+"""The viewer in diff mode: ``onemodel-view --diff A B``."""

@@ -1,0 +1,1 @@
+"""The viewer's edit mode: edit the selection, see the verdict change."""

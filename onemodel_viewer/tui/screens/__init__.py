@@ -1,0 +1,1 @@
+"""Screens over the viewer: help, layout, neighbourhood, operator schema, parameters, problems, values, used-by."""
