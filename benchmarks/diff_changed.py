@@ -68,7 +68,7 @@ def kernel(elements: int = 1 << 22, repeat: int = 5) -> list[str]:
     import ml_dtypes
     import numpy as np
 
-    from onemodel_viewer.analysis.diff.compare.tensors import compare_tensors
+    from onemodel_viewer.analysis.diff.tensors import compare_tensors
     from onemodel_viewer.format.dtypes import DTYPES, encode
     from onemodel_viewer.format.schema import Tensor
     from onemodel_viewer.format.storage import BytesStorage

@@ -391,8 +391,8 @@ class Suite:
         import numpy as np
 
         from onemodel_viewer import format as omf
-        from onemodel_viewer.analysis.stats.compute.compute import compute_stats
-        from onemodel_viewer.analysis.stats.compute.batch import compute_stats_many
+        from onemodel_viewer.analysis.stats.compute import compute_stats
+        from onemodel_viewer.analysis.stats.batch import compute_stats_many
         from onemodel_viewer.format.dtypes import DataType
         from onemodel_viewer.format.schema import all_tensors
 
@@ -529,7 +529,7 @@ class Suite:
     # -- diff
     def diff(self) -> None:
         from onemodel_viewer import format as omf
-        from onemodel_viewer.analysis.diff.compare.compare import staged
+        from onemodel_viewer.analysis.diff.compare import staged
 
         fig = "--diff --json .onemodel vs its .onnx (whole process) vs chunked np.array_equal"
         target = "<= 1.5x"

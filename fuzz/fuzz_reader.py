@@ -87,7 +87,7 @@ STATS_MAX_COUNT = 1 << 16
 
 def _compute_stats(tensor):
     """analysis.stats.compute_stats, imported on first use (so atheris can instrument it)."""
-    from onemodel_viewer.analysis.stats.compute.compute import compute_stats
+    from onemodel_viewer.analysis.stats.compute import compute_stats
 
     return compute_stats(tensor)
 
@@ -146,7 +146,7 @@ def exercise(data: bytes, *, check_cli: bool = True, diff: bool = True) -> str:
             _touch_tensors(doc)
             if diff:
                 try:
-                    from onemodel_viewer.analysis.diff.compare.compare import diff as diff_docs
+                    from onemodel_viewer.analysis.diff.compare import diff as diff_docs
                 except ImportError:  # pragma: no cover - diff not there yet
                     diff_docs = None
                 if diff_docs is not None:

@@ -132,7 +132,7 @@ def test_diff_pairs_are_the_compared_bytes(tmp_path):
     import numpy as np
 
     from onemodel_viewer import format as omf
-    from onemodel_viewer.analysis.diff.compare.compare import staged
+    from onemodel_viewer.analysis.diff.compare import staged
     from benchmarks import make_models
 
     s = make_models.ensure(make_models.parse_size("4M"), str(tmp_path))

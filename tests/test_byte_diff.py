@@ -6,8 +6,8 @@ import threading
 
 import pytest
 
-from onemodel_viewer.analysis.diff.compare import byte_diff
-from onemodel_viewer.analysis.diff.compare.byte_diff import ScanCancelled, next_differing
+from onemodel_viewer.analysis.diff import byte_diff
+from onemodel_viewer.analysis.diff.byte_diff import ScanCancelled, next_differing
 from onemodel_viewer.format.storage import BytesStorage
 
 

@@ -10,8 +10,8 @@ import threading
 import numpy as np
 import pytest
 
-from onemodel_viewer.analysis.diff.compare import compare as D
-from onemodel_viewer.analysis.diff.compare import tensors as T
+from onemodel_viewer.analysis.diff import compare as D
+from onemodel_viewer.analysis.diff import tensors as T
 from onemodel_viewer.format.document import Document
 from onemodel_viewer.format.dtypes import DTYPES, AttrType, encode
 from onemodel_viewer.format.schema import (
@@ -413,7 +413,7 @@ def test_identical_nodes_make_the_same_tree_as_the_full_comparison(monkeypatch):
     """Nodes found identical skip the field-by-field comparison (``_same_node``: the fast path for a model
     against its converted twin); the side-by-side tree must not change: every entry, attributes and
     subgraphs included, with the same ``where``, status and records."""
-    from onemodel_viewer.analysis.diff.compare import structure as S
+    from onemodel_viewer.analysis.diff import structure as S
 
     def entries(r: D.DiffResult) -> list:
         return [(n.where, n.status, type(n.a).__name__, type(n.b).__name__, len(n.children)) for n in r.root.walk()]

@@ -10,7 +10,7 @@ import onnx
 import pytest
 
 from onemodel_viewer import format as omf
-from onemodel_viewer.analysis.diff.compare.compare import diff
+from onemodel_viewer.analysis.diff.compare import diff
 from onemodel_viewer.commands.convert import run_convert
 
 DATA = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data")

@@ -18,9 +18,9 @@ import pytest
 
 from onemodel_viewer import cli
 from onemodel_viewer import format as omf
-from onemodel_viewer.analysis.diff.compare.compare import staged
-from onemodel_viewer.analysis.diff.compare.skip import ProblemIndex, bytes_problem, check_sizes
-from onemodel_viewer.analysis.diff.compare.tensors import compare_tensors
+from onemodel_viewer.analysis.diff.compare import staged
+from onemodel_viewer.analysis.diff.skip import ProblemIndex, bytes_problem, check_sizes
+from onemodel_viewer.analysis.diff.tensors import compare_tensors
 from onemodel_viewer.format import FormatError, Kind
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -11,8 +11,8 @@ import math
 import numpy as np
 import pytest
 
-from onemodel_viewer.analysis.diff.compare import compare as D
-from onemodel_viewer.analysis.diff.compare import tensors as T
+from onemodel_viewer.analysis.diff import compare as D
+from onemodel_viewer.analysis.diff import tensors as T
 from onemodel_viewer.format.dtypes import DTYPES, encode
 from onemodel_viewer.format.schema import Graph, Model, OperatorSet, Tensor
 from onemodel_viewer.format.storage import BytesStorage
@@ -500,7 +500,7 @@ def test_a_file_changed_while_its_last_chunk_is_read_is_reported(monkeypatch):
 def test_small_tensors_release_their_pages_in_batches(tmp_path, monkeypatch):
     """The mapped pages of neighbouring small tensors are released together (one madvise per few MiB of a
     file, not one per tensor and side: ~5,000 calls on the 1 GiB benchmark model), and every one of them."""
-    from onemodel_viewer.analysis.diff.compare import pages as diff_pages
+    from onemodel_viewer.analysis.diff import pages as diff_pages
     from onemodel_viewer.format.storage import FileStorage
 
     n, size = 300, 16 << 10  # 300 tensors of 16 KiB, 64-byte aligned, in two 4.7 MiB files

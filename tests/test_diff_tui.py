@@ -220,7 +220,7 @@ def test_first_selection_does_not_depend_on_how_far_the_comparison_got():
     first, opening its group — the diff snapshot failed now and then under load."""
     import threading
 
-    from onemodel_viewer.analysis.diff.compare.compare import StagedDiff
+    from onemodel_viewer.analysis.diff.compare import StagedDiff
     from onemodel_viewer.tui.diff.app import DiffApp
 
     async def run(worker_first: bool) -> tuple[bool, str]:

@@ -12,9 +12,9 @@ import threading
 import numpy as np
 import pytest
 
-from onemodel_viewer.analysis.diff.compare import compare as D
-from onemodel_viewer.analysis.diff.compare import tensors as T
-from onemodel_viewer.analysis.diff.compare.result import DiffCancelled
+from onemodel_viewer.analysis.diff import compare as D
+from onemodel_viewer.analysis.diff import tensors as T
+from onemodel_viewer.analysis.diff.result import DiffCancelled
 from onemodel_viewer.format.document import Document
 from onemodel_viewer.format.schema import Graph, Model, Node, OperatorSet
 from onemodel_viewer.tui.widgets.detail_pane import DetailPane

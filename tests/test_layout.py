@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from onemodel_viewer.analysis.layout.onemodel.onemodel import all_findings, file_findings, layout
-from onemodel_viewer.analysis.layout.onemodel.spans import Span
+from onemodel_viewer.analysis.layout.onemodel import all_findings, file_findings, layout
+from onemodel_viewer.analysis.layout.spans import Span
 from onemodel_viewer.format.reader import open_path
 
 from test_reader_util import align, graph, model, pack, tensor, write
@@ -208,7 +208,7 @@ def test_mapped_file_scan_reads_without_the_mapping(tmp_path):
 
 
 def _both_ways(path):
-    from onemodel_viewer.analysis.layout.onemodel.onemodel import noncanonical
+    from onemodel_viewer.analysis.layout.onemodel import noncanonical
     from onemodel_viewer.format.onemodel.manifest import canonical_structure, canonical_text
     from onemodel_viewer.format.reader import open_with_manifest
     from onemodel_viewer.format.onemodel.writer import encode_manifest
@@ -471,7 +471,7 @@ def test_empty_tensor_findings_are_not_quadratic(tmp_path, at):
     20,000 at the data end 25 s. Now each extent and each empty tensor is looked at a bounded number of times."""
     from many_empties import write_empties
 
-    from onemodel_viewer.analysis.layout.onemodel.onemodel import Layout
+    from onemodel_viewer.analysis.layout.onemodel import Layout
 
     n = 3000
     doc = open_path(write_empties(tmp_path / "e.onemodel", n, at))
@@ -502,7 +502,7 @@ def test_sweep_owners_match_a_brute_force_oracle(tmp_path, monkeypatch, pattern)
     """The sweep keeps the first MAX_NAMES owners in a linked list (listing all of them at every boundary was
     quadratic: 40,000 nested tensors took 11 s); names, owners and kinds still match the definition,
     also when owners in the first MAX_NAMES end first and later ones move up."""
-    from onemodel_viewer.analysis.layout.onemodel import onemodel as layout_mod
+    from onemodel_viewer.analysis.layout import onemodel as layout_mod
 
     monkeypatch.setattr(layout_mod, "MAX_NAMES", 3)
     n = 12

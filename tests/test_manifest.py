@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from onemodel_viewer.analysis.layout.onemodel.onemodel import all_findings
+from onemodel_viewer.analysis.layout.onemodel import all_findings
 from onemodel_viewer.format.onemodel import manifest as M
 from onemodel_viewer.format.onemodel.canonical import has_minus_zero
 from onemodel_viewer.format.errors import FormatError, Kind

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from onemodel_viewer.analysis.layout.onemodel import onemodel as layout
+from onemodel_viewer.analysis.layout import onemodel as layout
 from onemodel_viewer.format.onemodel import json_scan
 from onemodel_viewer.format.onemodel import manifest as M
 from onemodel_viewer.format.onemodel import manifest_keys as K

@@ -15,7 +15,7 @@ import pytest
 pytest.importorskip("textual")
 
 from onemodel_viewer import format as omf  # noqa: E402
-from onemodel_viewer.analysis.layout.onemodel.ort import alignment, ort_layout  # noqa: E402
+from onemodel_viewer.analysis.layout.ort import alignment, ort_layout  # noqa: E402
 from onemodel_viewer.format.ort.facts import element_size, in_place  # noqa: E402
 from onemodel_viewer.tui.app import make_app  # noqa: E402
 from onemodel_viewer.tui.widgets.detail_pane import DetailPane  # noqa: E402

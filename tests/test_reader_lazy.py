@@ -16,7 +16,7 @@ import threading
 import pytest
 
 from onemodel_viewer import format as omf
-from onemodel_viewer.analysis.layout.onemodel import onemodel as layout
+from onemodel_viewer.analysis.layout import onemodel as layout
 from onemodel_viewer.format import reader
 from onemodel_viewer.format.schema import Graph, NodeList, Tensor, all_tensors, nodes_with_contents, walk_graphs
 
@@ -362,7 +362,7 @@ def test_findings_do_not_use_up_the_located_offsets_of_problems(tmp_path, monkey
 
 def test_diff_tree_counts_the_members_of_a_lazy_node_list(tmp_path, monkeypatch):
     """Found in review: the diff viewer's nodes group lost its '(N)' for a NodeList."""
-    from onemodel_viewer.analysis.diff.compare.compare import diff
+    from onemodel_viewer.analysis.diff.compare import diff
     from onemodel_viewer.tui.diff.tree import describe
 
     monkeypatch.setattr(reader, "BULK_NODES", 32)

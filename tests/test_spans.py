@@ -10,10 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from onemodel_viewer import format as omf
-from onemodel_viewer.analysis.layout.onemodel.external import external_layout
-from onemodel_viewer.analysis.layout.onemodel.onemodel import layout
-from onemodel_viewer.analysis.layout.onemodel.ort import ort_layout
-from onemodel_viewer.analysis.layout.onemodel.spans import Span
+from onemodel_viewer.analysis.layout.external import external_layout
+from onemodel_viewer.analysis.layout.onemodel import layout
+from onemodel_viewer.analysis.layout.ort import ort_layout
+from onemodel_viewer.analysis.layout.spans import Span
 
 ROOT = Path(__file__).resolve().parent.parent / "testdata"
 

@@ -14,7 +14,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from onemodel_viewer.analysis.stats.compute.compute import Cancelled, TensorStats, compute_stats, format_value
+from onemodel_viewer.analysis.stats.compute import Cancelled, TensorStats, compute_stats, format_value
 from onemodel_viewer.format.dtypes import DTYPES, decode, encode
 from onemodel_viewer.format.errors import FormatError, Kind
 from onemodel_viewer.format.schema import Tensor
@@ -305,7 +305,7 @@ def test_format_floats_is_format_value_of_each(code):
     """format_floats (the first values of a tensor, lookups hoisted and numpy scalars passed along)
     prints exactly what format_value prints for each element: every bit pattern of types of up to
     16 bits, awkward float32/float64 values beyond."""
-    from onemodel_viewer.analysis.stats.compute.result import format_floats
+    from onemodel_viewer.analysis.stats.result import format_floats
 
     info = DTYPES[code]
     if info.bits <= 16:  # every bit pattern (ml_dtypes' sub-byte types hold one code per byte)
@@ -488,7 +488,7 @@ def test_histogram_false_precision():
 @pytest.mark.parametrize("seed", range(5))
 def test_weighted_histogram_matches_numpy_on_edges(seed):
     """The multiset histogram puts values lying exactly on (or a rounding off) an edge where numpy does."""
-    from onemodel_viewer.analysis.stats.compute.patterns import weighted_histogram
+    from onemodel_viewer.analysis.stats.patterns import weighted_histogram
 
     rng = np.random.default_rng(seed)
     lo, hi = sorted(rng.standard_normal(2) * 10.0 ** rng.integers(-3, 4))

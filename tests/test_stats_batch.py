@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import onemodel_viewer.analysis.stats.batch as B
-from onemodel_viewer.analysis.stats.compute.compute import Cancelled, compute_stats
-from onemodel_viewer.analysis.stats.compute.batch import compute_stats_many
+from onemodel_viewer.analysis.stats.compute import Cancelled, compute_stats
+from onemodel_viewer.analysis.stats.batch import compute_stats_many
 from onemodel_viewer.format.dtypes import DTYPES, encode
 from onemodel_viewer.format.errors import FormatError, Kind
 from onemodel_viewer.format.schema import Tensor

@@ -12,7 +12,7 @@ from onnx import TensorProto as TP
 from onnx import helper, numpy_helper
 
 from onemodel_viewer import format as omf
-from onemodel_viewer.analysis.stats.compute.compute import compute_stats
+from onemodel_viewer.analysis.stats.compute import compute_stats
 from onemodel_viewer.cli import main
 from onemodel_viewer.commands.stats import record
 from onemodel_viewer.format.schema import all_tensors

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 import onemodel_viewer.analysis.stats.rows as R
-from onemodel_viewer.analysis.stats.compute.compute import compute_stats, compute_stats_group
-from onemodel_viewer.analysis.stats.compute.batch import compute_stats_many
+from onemodel_viewer.analysis.stats.compute import compute_stats, compute_stats_group
+from onemodel_viewer.analysis.stats.batch import compute_stats_many
 from onemodel_viewer.format.dtypes import DTYPES, DataType, encode
 from onemodel_viewer.format.schema import Tensor
 from onemodel_viewer.format.storage import BytesStorage
@@ -139,7 +139,7 @@ def test_bin_edges_are_linspace():
 
 def test_first_values_memo_gives_format_floats():
     """The first values of a float16/bfloat16 tensor, memoised per bit pattern, are format_floats' strings."""
-    from onemodel_viewer.analysis.stats.compute.result import format_floats
+    from onemodel_viewer.analysis.stats.result import format_floats
 
     for code in (DataType.FLOAT16, DataType.BFLOAT16):
         info = DTYPES[code]
@@ -176,7 +176,7 @@ class _CancelAfter:
 def test_group_cancel_between_pieces(monkeypatch):
     """The group path checks cancel between the pieces of a tensor, not only between tensors."""
     import onemodel_viewer.analysis.stats.patterns as P
-    from onemodel_viewer.analysis.stats.compute.compute import Cancelled
+    from onemodel_viewer.analysis.stats.compute import Cancelled
 
     monkeypatch.setattr(P, "PIECE", 1000)
     counted = []

@@ -15,7 +15,7 @@ import pytest
 
 import onemodel_viewer.analysis.stats.compute as S
 import onemodel_viewer.analysis.stats.bins as stats_bins
-from onemodel_viewer.analysis.stats.compute.compute import Cancelled, compute_stats, sample_spans
+from onemodel_viewer.analysis.stats.compute import Cancelled, compute_stats, sample_spans
 from onemodel_viewer.format.dtypes import DTYPES, encode
 from onemodel_viewer.format.schema import Tensor
 from onemodel_viewer.format.storage import BytesStorage

@@ -11,8 +11,8 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from onemodel_viewer.analysis.stats.compute.compute import compute_stats
-from onemodel_viewer.analysis.stats.compute.batch import compute_stats_many
+from onemodel_viewer.analysis.stats.compute import compute_stats
+from onemodel_viewer.analysis.stats.batch import compute_stats_many
 from onemodel_viewer.format.dtypes import DTYPES, DataType, encode
 from onemodel_viewer.format.schema import Tensor
 from onemodel_viewer.format.storage import BytesStorage

@@ -10,8 +10,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from test_bytemap import DO, SPANS, doc_with  # noqa: E402
 
-from onemodel_viewer.analysis.layout.onemodel.onemodel import layout  # noqa: E402
-from onemodel_viewer.analysis.layout.onemodel.tensor_spans import TensorSpans  # noqa: E402
+from onemodel_viewer.analysis.layout.onemodel import layout  # noqa: E402
+from onemodel_viewer.analysis.layout.tensor_spans import TensorSpans  # noqa: E402
 from onemodel_viewer.tui.hex.bytemap import ByteMap  # noqa: E402
 
 

@@ -120,7 +120,7 @@ def test_layout_rows_of_a_onemodel_file_are_the_analysis_layout():
     answer to analysis.layout's question: it called the bytes between two tensors a gap ("alignment
     padding") where analysis.layout and --check call them padding. A OneModel file's rows are the
     analysis layout's, non-zero padding and overlaps included."""
-    from onemodel_viewer.analysis.layout.onemodel.onemodel import layout
+    from onemodel_viewer.analysis.layout.onemodel import layout
     from onemodel_viewer.tui.screens.layout import from_analysis
 
     doc = _doc_with_tensors([(0, 16), (64, 32), (64, 8)], poke={120: 7, 128 + 30: 1})
