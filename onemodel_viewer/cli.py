@@ -13,6 +13,7 @@ Contract (scripts rely on it; see README):
 ``onemodel-view --shrink IN OUT [--seconds N]``        0 written, 1 nothing to shrink or error
 ``onemodel-view --extract FILE NAME OUT.npy``          0 written, 1 error
 ``onemodel-view --stats [--json] FILE``                0 done, 1 error
+``onemodel-view --graph FILE OUT.(dot|svg) [--depth N]`` 0 written, 1 error, 2 usage
 =====================================================  ==========================================
 """
 
@@ -38,6 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     mode.add_argument("--shrink", action="store_true", help="write a small OUT that fails like IN's first problem")
     mode.add_argument("--extract", action="store_true", help="write tensor NAME of FILE to OUT.npy")
     mode.add_argument("--stats", action="store_true", help="statistics of every tensor of FILE")
+    mode.add_argument("--graph", action="store_true", help="draw FILE as OUT.dot or OUT.svg (--depth N|full)")
     p.add_argument("--json", action="store_true", help="machine-readable output (--check, --diff, --patch, --stats)")
     p.add_argument("--raw", action="store_true", help="--patch: keep the header as it is after manifest edits")
     p.add_argument("--seconds", type=float, default=60.0, help="--shrink: time budget (default 60)")
@@ -45,6 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--top", type=int, metavar="N", default=None,
                    help="--diff --summary: list the N most-changed tensors (default 20)")
     p.add_argument("--strict", action="store_true", help="--check: findings count as failures too")
+    p.add_argument("--depth", metavar="N", default=None, help="--graph: scope depth drawn, or 'full' (default: at most ~200 boxes)")
     ex = p.add_argument_group("--export external data")
     ex.add_argument("--external-data", nargs="?", const="", default=None, metavar="LOCATION",
                     help="weights to LOCATION (default DST.data, relative to DST's folder; give it as --external-data=LOC)")
@@ -104,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     files = args.files
-    _one_shot = bool(args.check or args.convert or args.export or args.patch or args.shrink or args.extract or args.stats
+    _one_shot = bool(args.check or args.convert or args.export or args.patch or args.shrink or args.extract or args.stats or args.graph
                      or (args.diff and (args.json or args.summary)))
 
     def need(n: int | None, what: str) -> None:
@@ -125,6 +128,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--top needs a count of 0 or more")
     if args.strict and not args.check:
         parser.error("--strict goes with --check")
+    if args.depth is not None and not args.graph:
+        parser.error("--depth goes with --graph")
     export_options = _export_options(parser, args)
 
     try:
@@ -164,6 +169,10 @@ def main(argv: list[str] | None = None) -> int:
             from .commands.stats import run_stats
 
             return run_stats(files[0], as_json=args.json)
+        if args.graph:
+            need(2, "--graph needs FILE OUT.dot (or OUT.svg)")
+            from .commands.graph import run_graph
+            return run_graph(files[0], files[1], args.depth)
         if args.diff:
             need(2, "--diff needs two files A B")
             if args.json or args.summary:
