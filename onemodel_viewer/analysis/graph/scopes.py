@@ -78,12 +78,6 @@ class _Builder:
         self.claimed: set[int] = set()
         self.functions = {(f.domain, f.name): f for f in (model.functions if model is not None else ())}
         self.functions_done: set[tuple[str, str]] = set()
-        self.counter = 0
-
-    def tick(self) -> None:
-        self.counter += 1
-        if self.step is not None and not self.counter % STEP:
-            self.step()
 
     def graph_rows(self, g: Graph, kind: str, label: str, outer: list[dict[str, object]]) -> Row:
         """The row of graph ``g`` (the main graph: ``root``), its scopes as children."""
@@ -99,11 +93,14 @@ class _Builder:
         chain = [local, *outer]
         leaves: dict[str, Row] = {"": row}
         scopes: dict[tuple[str, ...], Row] = {(): row}
+        seq = nodes if isinstance(nodes, tuple) else nodes[:]  # a NodeList's item look-up: ~2 µs
+        funcs, claimed, step, match = self.functions, self.claimed, self.step, _LAST.match
         for pos, i in enumerate(order):
-            self.tick()
-            n = nodes[i]
+            if step is not None and not pos % STEP:
+                step()
+            n = seq[i]
             name = n.name
-            m = _LAST.match(name) if name else None
+            m = match(name) if name else None
             prefix = m.group(1) if m is not None else ""
             leaf = leaves.get(prefix)
             if leaf is None:
@@ -111,7 +108,7 @@ class _Builder:
             if leaf.first < 0:
                 leaf.first = pos
             holder = leaf
-            if _is_heavy(n) or (n.domain, n.op) in self.functions:
+            if (n.attributes and _is_heavy(n)) or (funcs and (n.domain, n.op) in funcs):
                 holder = self._node_row(g, i, n, pos, chain)
                 leaf.children.append(holder)
             else:
@@ -122,8 +119,8 @@ class _Builder:
                     for scope in chain:
                         t = scope.get(x)
                         if t is not None:
-                            if id(t) not in self.claimed:
-                                self.claimed.add(id(t))
+                            if id(t) not in claimed:
+                                claimed.add(id(t))
                                 e, b = _tensor_figures(t) if isinstance(t, Tensor) else _sparse_figures(t)
                                 holder.own_params += e
                                 holder.own_bytes += b
@@ -196,6 +193,7 @@ def _sparse_figures(s: SparseTensor) -> tuple[int, int]:
 
 def _finish(row: Row) -> None:
     """Children in dependency order; figures summed up the tree (children first)."""
+    seqs: dict[int, tuple[Node, ...]] = {}
     stack = [(row, False)]
     while stack:
         r, done = stack.pop()
@@ -210,7 +208,9 @@ def _finish(row: Row) -> None:
         else:
             r.count, r.ops = len(r.nodes), {}
             if r.graph is not None and r.nodes:
-                nodes = r.graph.nodes
+                nodes = seqs.get(id(r.graph))
+                if nodes is None:
+                    nodes = seqs[id(r.graph)] = r.graph.nodes if isinstance(r.graph.nodes, tuple) else r.graph.nodes[:]
                 ops = r.ops
                 for i in r.nodes:
                     op = nodes[i].op
