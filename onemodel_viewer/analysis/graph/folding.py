@@ -32,6 +32,10 @@ class _Keys:
         self.ids: dict[tuple, int] = {}
         self.table: list[tuple] = []
         self.per_graph: dict[int, tuple[Graph, tuple[Node, ...], list[int]]] = {}
+        self.sig_ids: dict[tuple, int] = {}
+        """Block signature -> its id."""
+        self.sigs: list[tuple] = []
+        """Id -> block signature."""
 
     def nodes(self, g: Graph) -> tuple[tuple[Node, ...], list[int]]:
         """``g``'s nodes as a tuple (a NodeList's item look-up costs ~2 µs) and its key list (-1: not yet)."""
@@ -207,13 +211,18 @@ def fold_children(row: Row, keys: _Keys, gf, tick: Callable[[int], None]) -> Non
     kids = row.children
     if len(kids) < 2:
         return
-    sigs: dict[int, tuple] = {}
+    sigs: dict[int, int] = {}
 
-    def sig(k: int) -> tuple:
+    def sig(k: int) -> int:
+        """The id of kid ``k``'s signature (interned: a signature is a tuple of a tuple per node, and 10^5
+        identical ones kept to the end were ~2*10^6 tuples freed at once, 0.3 s holding the interpreter)."""
         s = sigs.get(k)
         if s is None:
-            s = sigs[k] = signature(kids[k], keys, gf)
-            tick(len(s))
+            full = signature(kids[k], keys, gf)
+            s = sigs[k] = keys.sig_ids.setdefault(full, len(keys.sig_ids))
+            if s == len(keys.sigs):
+                keys.sigs.append(full)
+            tick(len(full))
         return s
 
     out: list[Row] = []
@@ -245,7 +254,7 @@ def fold_children(row: Row, keys: _Keys, gf, tick: Callable[[int], None]) -> Non
         if n < 2:
             out.extend(kids[a:b])
             continue
-        odd = {k - a: explain(sig(k), common, keys) for k in range(a, b) if sig(k) != common}
+        odd = {k - a: explain(keys.sigs[sig(k)], keys.sigs[common], keys) for k in range(a, b) if sig(k) != common}
         base, first = _indexed(kids[a].label)  # type: ignore[misc]
         out.append(_fold(kids[a:b], odd, f"{base}{first}–{first + b - a - 1}"))
     flush_plain()
