@@ -87,7 +87,7 @@ def graph_figures(path: str, out: str, repeat: int) -> dict:
     return {"graph_in_process_s": in_process, "graph_process_s": whole, "check_process_s": check, "boxes": boxes}
 
 
-async def _viewer(path: str, limit_s: float) -> dict:
+async def viewer_figures(path: str, limit_s: float) -> dict:
     from onemodel_viewer.process import pause_gc
     from onemodel_viewer.tui.app import make_app
     from onemodel_viewer.tui.screens.outline import OutlineScreen
@@ -147,9 +147,9 @@ def main(argv: list[str] | None = None) -> int:
     res["outline"] = outline_figures(llm, args.repeat)
     res["graph"] = graph_figures(llm, args.out, args.repeat)
     if not args.skip_viewer:
-        res["viewer_llm"] = asyncio.run(_viewer(llm, 120))
+        res["viewer_llm"] = asyncio.run(viewer_figures(llm, 120))
         big = args.big or make_graphs.ensure(args.nodes, args.out)["path"]
-        res["viewer_big"] = asyncio.run(_viewer(big, 600))
+        res["viewer_big"] = asyncio.run(viewer_figures(big, 600))
     if args.json:
         print(json.dumps(res, indent=1))
         return 0

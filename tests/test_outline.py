@@ -168,3 +168,24 @@ def test_diagnose_file_with_problems_shows_what_was_read():
             pytest.skip("nothing readable in this file")
         o = build_outline(doc.model)
         assert o.root.count == total_nodes(doc.model)
+
+
+@pytest.mark.slow
+def test_outline_benchmark_smoke(tmp_path):
+    """benchmarks/outline.py's measurements run end to end on a small file (no time is asserted)."""
+    import asyncio
+    import os
+    import sys
+
+    root = str(ROOT)
+    if root not in sys.path:
+        sys.path.insert(0, root)
+    from benchmarks import outline as bench
+
+    path = str(ROOT / "testdata" / "valid" / "showcase.onemodel")
+    o = bench.outline_figures(path, 1)
+    assert o["nodes"] == 69 and o["top_rows"][:2] == ["embed", "layers.0–1"]
+    g = bench.graph_figures(path, str(tmp_path), 1)
+    assert g["boxes"] == 10 and os.path.exists(tmp_path / "outline-bench.dot")
+    v = asyncio.run(bench.viewer_figures(path, 30))
+    assert v["folded_s"] is not None and v["top_rows"] == 7
