@@ -189,3 +189,18 @@ def test_outline_benchmark_smoke(tmp_path):
     assert g["boxes"] == 10 and os.path.exists(tmp_path / "outline-bench.dot")
     v = asyncio.run(bench.viewer_figures(path, 30))
     assert v["folded_s"] is not None and v["top_rows"] == 7
+
+
+def test_nested_repeats_fold_when_first_opened(tmp_path):
+    """Inside a folded run only the first block is folded at once; another block's own repeats fold when
+    it is first opened (:meth:`Outline.ensure_folded`), with the same result."""
+    names = [f"/model/layers.{i}/experts.{j}/act/Relu{k}" for i in range(4) for j in range(3) for k in range(2)]
+    doc, o = outline_of(named(tmp_path / "n", names))
+    with doc:
+        fold = o.root.children[0].children[0]
+        assert fold.kind == "fold" and fold.label == "layers.0–3"
+        first, other = fold.members[0], fold.members[2]
+        assert [c.kind for c in first.children] == ["fold"] and first.children[0].label == "experts.0–2"
+        assert not other.ready and [c.label for c in other.children] == ["experts.0", "experts.1", "experts.2"]
+        o.ensure_folded(other)
+        assert [(c.kind, c.label, len(c.members)) for c in other.children] == [("fold", "experts.0–2", 3)]
