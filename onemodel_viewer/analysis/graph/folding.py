@@ -32,6 +32,8 @@ class _Keys:
         self.ids: dict[tuple, int] = {}
         self.table: list[tuple] = []
         self.per_graph: dict[int, tuple[Graph, tuple[Node, ...], list[int]]] = {}
+        self.wrefs: dict[str, tuple] = {}
+        """Initializer name -> its reference in a signature (``("w", dtype, dims)``)."""
         self.sig_ids: dict[tuple, int] = {}
         """Block signature -> its id."""
         self.sigs: list[tuple] = []
@@ -80,12 +82,15 @@ def signature(row: Row, keys: _Keys, gf) -> tuple:
     g = row.graph
     assert g is not None
     nodes, kk = keys.nodes(g)
-    order = subtree_nodes(row)
-    local = {i: k for k, (_, i) in enumerate(order)}
+    if any(c.graph is g for c in row.children):
+        idx = [i for _, i in subtree_nodes(row)]
+    else:
+        idx = row.nodes  # a leaf scope: its nodes are in dependency order already
+    local = dict(zip(idx, range(len(idx))))
     outside: dict[str, int] = {}
-    producer, init = gf.producer, gf.initializer
+    producer, init, wrefs = gf.producer, gf.initializer, keys.wrefs
     entries = []
-    for _, i in order:
+    for i in idx:
         n = nodes[i]
         refs: list[Any] = []
         for x in n.inputs:
@@ -98,9 +103,13 @@ def signature(row: Row, keys: _Keys, gf) -> tuple:
                 outs = nodes[p].outputs
                 refs.append((k, outs.index(x) if len(outs) > 1 else 0))
                 continue
-            t = init.get(x)
-            if t is not None:
-                refs.append(("w", t.dtype, t.dims))
+            w = wrefs.get(x)
+            if w is None:
+                t = init.get(x)
+                if t is not None:
+                    w = wrefs[x] = ("w", t.dtype, t.dims)
+            if w is not None:
+                refs.append(w)
                 continue
             refs.append(("x", outside.setdefault(x, len(outside))))
         key = kk[i]

@@ -33,7 +33,7 @@ from ...format.document import Document
 from ...format.schema import Graph
 from ..widgets.safe import human_size, safe_text
 
-SHOWN = 500
+SHOWN = 200
 """Rows added under one row (the rest: one ``… N more`` row; ``--graph`` draws them all)."""
 PROGRESS_EVERY = 0.1
 """Seconds between two progress messages."""
@@ -271,10 +271,14 @@ class OutlineScreen(ModalScreen[str | None]):
         if self.final and self.outline is not None:
             self.outline.ensure_folded(row)
         kids = row.members if row.kind == "fold" else row.children
-        items: list[tuple[int, Any]] = [(c.first, c) for c in kids]
-        if row.kind not in ("fold", "node"):
-            items.extend((p, ("node", i)) for p, i in zip(row.pos, row.nodes))
+        # rows and direct nodes are each in dependency order already: merge only the first SHOWN of each
+        # (a full sort of the 10^5 top rows of an unfolded 10^6-node outline held the UI for ~0.7 s)
+        items: list[tuple[int, Any]] = [(c.first, c) for c in kids[:SHOWN]]
+        direct = 0 if row.kind in ("fold", "node") else len(row.nodes)
+        if direct:
+            items.extend((p, ("node", i)) for p, i in zip(row.pos[:SHOWN], row.nodes[:SHOWN]))
             items.sort(key=lambda t: t[0])
+        more = len(kids) + direct - min(len(items), SHOWN)
         for _, item in items[:SHOWN]:
             if isinstance(item, Row):
                 leaf = not (item.children or item.members or item.nodes) or (item.kind == "node" and not item.children)
@@ -284,8 +288,8 @@ class OutlineScreen(ModalScreen[str | None]):
                     node.add(row_text(item), data=item)
             else:
                 node.add_leaf(node_text(row.graph, item[1]), data=(row.graph, item[1]))
-        if len(items) > SHOWN:
-            node.add_leaf(Text(f"… {len(items) - SHOWN:,} more rows (--graph draws them all)", style="dim"), data=None)
+        if more > 0:
+            node.add_leaf(Text(f"… {more:,} more rows (--graph draws them all)", style="dim"), data=None)
 
     def _detail(self, node: TreeNode | None) -> None:
         data = node.data if node is not None else None
