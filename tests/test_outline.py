@@ -204,3 +204,28 @@ def test_nested_repeats_fold_when_first_opened(tmp_path):
         assert not other.ready and [c.label for c in other.children] == ["experts.0", "experts.1", "experts.2"]
         o.ensure_folded(other)
         assert [(c.kind, c.label, len(c.members)) for c in other.children] == [("fold", "experts.0–2", 3)]
+
+
+def test_every_hostile_file_is_outlined_and_drawn():
+    """Diagnose mode: whatever part of a broken file could be read is outlined and drawn, never an exception."""
+    import io
+
+    from onemodel_viewer.analysis.graph.dot import default_depth, write_dot
+
+    files = sorted(p for p in (ROOT / "testdata" / "hostile").rglob("*") if p.is_file())
+    if not files:
+        pytest.skip("hostile corpus not generated")
+    done = 0
+    for path in files:
+        try:
+            doc = omf.open(str(path), mode="diagnose")
+        except omf.FormatError:
+            continue
+        with doc:
+            if doc.model is None:
+                continue
+            o = build_outline(doc.model)
+            assert o.root.count == total_nodes(doc.model), path.name
+            write_dot(o, default_depth(o), io.StringIO())
+            done += 1
+    assert done > 50

@@ -44,6 +44,7 @@ def run_graph(src: str, out: str, depth_text: str | None = None) -> int:
     from ..analysis.graph.scopes import build_outline
     from ..format.errors import FormatError, Kind
     from ..format.output import atomic_output, refuse_sources
+    from ..process import paused_gc
 
     kind = os.path.splitext(out)[1].lower()
     if kind not in (".dot", ".gv", ".svg"):
@@ -68,10 +69,11 @@ def run_graph(src: str, out: str, depth_text: str | None = None) -> int:
                   "drawing what could be read", file=sys.stderr)
         try:
             refuse_sources(out, [doc.path, *doc.external_files])
-            outline = build_outline(doc.model, fold=depth != "full")
-            level = None if depth == "full" else (depth if isinstance(depth, int) else default_depth(outline))
-            text = io.StringIO()
-            drawing = write_dot(outline, level, text)
+            with paused_gc():  # the outline's records stay to the end: collections would only walk them again
+                outline = build_outline(doc.model, fold=depth != "full")
+                level = None if depth == "full" else (depth if isinstance(depth, int) else default_depth(outline))
+                text = io.StringIO()
+                drawing = write_dot(outline, level, text)
             data = text.getvalue().encode("utf-8")
             with atomic_output(out) as f:
                 if dot_program is None:
