@@ -169,10 +169,23 @@ def boxes_at(outline: Outline, depth: int | None) -> Drawing:
     return Drawing(boxes, edges, depth)
 
 
-def _types(node: Node, gf) -> list[str]:
+def _type_of(x: str, outline: Outline) -> object | None:
+    """The declared type of value ``x``, or a Constant's output type (``shapes.constant_output_type``)."""
+    gf = outline.facts
+    t = gf.types.get(x)
+    if t is None:
+        p = gf.producer.get(x)
+        if p is not None and outline.graph.nodes[p].op == "Constant":
+            from ..shapes import constant_output_type  # here: its module's imports cost ~60 ms of a --graph
+
+            t = constant_output_type(outline.graph.nodes[p])
+    return t
+
+
+def _types(node: Node, outline: Outline) -> list[str]:
     out = []
     for o in node.outputs[:3]:
-        t = gf.types.get(o) if o else None
+        t = _type_of(o, outline) if o else None
         if t is not None:
             out.append(str(t))
     if len(node.outputs) > 3:
@@ -181,19 +194,18 @@ def _types(node: Node, gf) -> list[str]:
 
 
 def _box_label(b: Box, outline: Outline) -> str:
-    gf = outline.facts
     if b.row is None:
         n = outline.graph.nodes[b.node]
         op = n.op if n.domain in ("", "ai.onnx") else f"{n.domain}.{n.op}"
-        return dot_string([op, n.name or "(unnamed)", *_types(n, gf)])
+        return dot_string([op, n.name or "(unnamed)", *_types(n, outline)])
     r = b.row
     if r.kind == "fold":
         return dot_string([f"{len(r.members)} × {r.label}", fold_text(r).split(" × ", 1)[1]])
     return dot_string([r.label, figures_text(r), ops_text(r.ops)])
 
 
-def _edge_label(values: list[str], gf) -> str:
-    t = gf.types.get(values[0])
+def _edge_label(values: list[str], outline: Outline) -> str:
+    t = _type_of(values[0], outline)
     first = str(t) if t is not None else ""
     if len(values) > 1:
         first = (first + " " if first else "") + f"+{len(values) - 1} more"
@@ -220,7 +232,7 @@ def write_dot(outline: Outline, depth: int | None, out: TextIO) -> Drawing:
             out.write("".join(chunk))
             chunk.clear()
     for (a, b2), values in d.edges.items():
-        label = _edge_label(values, gf)
+        label = _edge_label(values, outline)
         chunk.append(f"  {a} -> {b2}" + (f" [label={label}]" if label else "") + ";\n")
         if len(chunk) >= 4096:
             out.write("".join(chunk))
