@@ -218,3 +218,16 @@ def test_missing_file(tmp_path, capsys):
     assert graph(tmp_path / "nope.onemodel", tmp_path / "o.dot") == 1
     assert "--graph" in capsys.readouterr().err
     assert not (tmp_path / "o.dot").exists()
+
+
+def test_constant_outputs_labelled_with_their_tensor_type(tmp_path):
+    """A Constant's output has no declared type: its edge and box carry the tensor's dtype and dims."""
+    import insight_models as im
+
+    src = im.constant_weights(tmp_path / "c.onemodel")
+    out = tmp_path / "c.dot"
+    assert graph(src, out, "--depth", "full") == 0
+    nodes, edges = read_dot(out.read_text())
+    const = [k for k, v in nodes.items() if v["label"].startswith("Constant\nconst_w0")]
+    assert len(const) == 1 and nodes[const[0]]["label"].endswith("float[64,64]")
+    assert [label for a, _, label in edges if a == const[0]] == ["float[64,64]"]
