@@ -11,7 +11,9 @@
   model and the ``--nodes`` graph (``make_graphs``): the time to the first rows, to the folded outline,
   and the longest stall of the UI's event loop while the outline is computed (a 5 ms probe on the app's
   loop: the time a key would have waited), apart from the stall of the screen's push (Textual's compose
-  and mount); targets: the first rows within 2 s, no stall over 100 ms.
+  and mount), and apart from stalls in which the process got less than half a core (the machine not
+  running it: ``(ms into the run, stall ms, process CPU ms)`` lists them); targets: the first rows
+  within 2 s, no stall over 100 ms.
 
 Figures are printed as a table (and ``--json``); files go under ``--out`` (/tmp only).
 """
@@ -102,14 +104,14 @@ async def viewer_figures(path: str, limit_s: float) -> dict:
         while getattr(app, "background_running", False) and time.perf_counter() - t0 < limit_s:
             await asyncio.sleep(0.05)
         background = time.perf_counter() - t0
-        lags: list[tuple[float, float]] = []
+        lags: list[tuple[float, float, float]] = []
         stop = [False]
 
         async def probe() -> None:
             while not stop[0]:
-                t = time.perf_counter()
+                t, c = time.perf_counter(), time.process_time()
                 await asyncio.sleep(0.005)
-                lags.append((t, time.perf_counter() - t - 0.005))
+                lags.append((t, time.perf_counter() - t - 0.005, time.process_time() - c))
 
         task = asyncio.create_task(probe())
         start = time.perf_counter()
@@ -129,11 +131,14 @@ async def viewer_figures(path: str, limit_s: float) -> dict:
         stop[0] = True
         await task
         rows = len(screen.query_one("Tree").root.children)
-    push = max((lag for t, lag in lags if t < mounted), default=0.0)
-    during = max((lag for t, lag in lags if t >= mounted), default=0.0)
-    slow = [(round((t - start) * 1000), round(lag * 1000)) for t, lag in lags if lag > 0.05]
+    push = max((lag for t, lag, _ in lags if t < mounted), default=0.0)
+    during = max((lag for t, lag, _ in lags if t >= mounted), default=0.0)
+    # a stall in which the process got less than half a core was the machine not running it (a shared,
+    # loaded machine), not the viewer holding its UI: counted apart
+    busy = max((lag for t, lag, cpu in lags if t >= mounted and cpu >= 0.5 * lag), default=0.0)
+    slow = [(round((t - start) * 1000), round(lag * 1000), round(cpu * 1000)) for t, lag, cpu in lags if lag > 0.05]
     return {"background_s": background, "first_rows_s": first, "folded_s": final, "max_stall_ms": during * 1000,
-            "push_stall_ms": push * 1000, "top_rows": rows, "stalls_over_50ms": slow[:20]}
+            "max_busy_stall_ms": busy * 1000, "push_stall_ms": push * 1000, "top_rows": rows, "stalls_over_50ms": slow[:20]}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -169,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
         if v:
             f = lambda s: "-" if s is None else f"{s * 1000:.0f} ms"  # noqa: E731
             print(f"{key}: O -> first rows {f(v['first_rows_s'])}, folded {f(v['folded_s'])}, longest UI stall while computing "
-                  f"{v['max_stall_ms']:.0f} ms, the screen's push {v['push_stall_ms']:.0f} ms ({v['top_rows']} top rows; "
+                  f"{v['max_stall_ms']:.0f} ms ({v['max_busy_stall_ms']:.0f} ms with the process running), the screen's push {v['push_stall_ms']:.0f} ms ({v['top_rows']} top rows; "
                   f"background job took {v['background_s']:.1f} s)")
     return 0
 
