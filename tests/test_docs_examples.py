@@ -9,7 +9,8 @@ line for any text. The commands of one page run in order in one fresh folder hol
 ``testdata/`` (so they read ``testdata/valid/...`` as from the repository root, and what they write
 stays there), with ``onemodel-view`` being this checkout's code on the running Python.
 
-Blocks in other languages (``bash``, ``sh``, ``text``) are not run: install steps and commands that
+Each fenced ``python`` block runs too (from the same kind of folder) and must exit with status 0.
+Blocks in other languages (``bash``, ``sh``, ``text``...) are not run: install steps and commands that
 open the viewer are written there.
 
     python tests/test_docs_examples.py docs/cli.md   # prints what each example of a page really prints
@@ -72,6 +73,23 @@ def examples(path: Path, root: Path = ROOT) -> list[Example]:
     return out
 
 
+def python_blocks(path: Path) -> list[tuple[int, str]]:
+    """(line of the fence, code) of each fenced ``python`` block of ``path``."""
+    out: list[tuple[int, str]] = []
+    lines = path.read_text(encoding="utf-8").splitlines()
+    i = 0
+    while i < len(lines):
+        m = FENCE.match(lines[i])
+        if not m:
+            i += 1
+            continue
+        end = next((j for j in range(i + 1, len(lines)) if lines[j].strip() == m["fence"]), len(lines))
+        if m["lang"] == "python":
+            out.append((i + 1, "\n".join(line[len(m["indent"]):] for line in lines[i + 1:end])))
+        i = end + 1
+    return out
+
+
 def matches(expected: list[str], actual: list[str]) -> bool:
     """``expected`` against ``actual`` with ``...`` wildcards (a whole line: any lines; in a line: any text)."""
     if not expected:
@@ -95,7 +113,7 @@ def workspace(tmp: Path) -> dict[str, str]:
     exe.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m onemodel_viewer "$@"\n', encoding="utf-8")
     exe.chmod(exe.stat().st_mode | stat.S_IXUSR)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST", "COV_"))}
-    env.update(PATH=f"{bin_dir}{os.pathsep}{env.get('PATH', '')}", PYTHONPATH=str(ROOT), COLUMNS="100",
+    env.update(PATH=f"{bin_dir}{os.pathsep}{env.get('PATH', '')}", PYTHONPATH=str(ROOT), COLUMNS="160",
                LINES="40", NO_COLOR="1", TERM="dumb", LC_ALL="C.UTF-8", PYTHONIOENCODING="utf-8")
     return env
 
@@ -107,6 +125,7 @@ def run(example: Example, cwd: Path, env: dict[str, str]) -> list[str]:
 
 
 DOCUMENTED = [p for p in pages() if examples(p)]
+WITH_PYTHON = [p for p in pages() if python_blocks(p)]
 
 
 def test_the_docs_have_examples():
@@ -124,6 +143,15 @@ def test_every_example_of_the_page_prints_what_it_says(page, tmp_path):
             failures.append(f"{ex.page}:{ex.line}: $ {ex.command}\n--- expected\n" + "\n".join(ex.expected)
                             + "\n--- got\n" + "\n".join(actual))
     assert not failures, "\n\n".join(failures)
+
+
+@pytest.mark.parametrize("page", WITH_PYTHON, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_python_example_of_the_page_runs(page, tmp_path):
+    env = workspace(tmp_path)
+    for line, code in python_blocks(page):
+        done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, stdin=subprocess.DEVNULL,
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, f"{page.relative_to(ROOT)}:{line}: the example fails:\n{done.stderr}"
 
 
 @pytest.mark.parametrize("expected, actual, ok", [

@@ -1,0 +1,24 @@
+"""The documentation site builds with ``mkdocs build --strict``: a link to a page or an anchor that is not
+there, a page missing from the navigation, a snippet include (the key tables, SECURITY.md,
+benchmarks/RESULTS.md) that is not there, or an API object mkdocstrings cannot find fails it. mkdocs and
+its plugins come with the test extra (and the docs extra)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_mkdocs_build_strict(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "NO_MKDOCS_2_WARNING": "1"}
+    done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-4000:]
+    site = tmp_path / "site"
+    assert (site / "screenshots" / "viewer-main.svg").is_file()  # the screenshots reach the site
+    assert "onemodel_viewer.format.open" in (site / "api" / "index.html").read_text(encoding="utf-8")
+    assert "OneModelApp" in (site / "viewer" / "index.html").read_text(encoding="utf-8")
