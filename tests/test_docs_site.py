@@ -22,3 +22,16 @@ def test_mkdocs_build_strict(tmp_path):
     assert (site / "screenshots" / "viewer-main.svg").is_file()  # the screenshots reach the site
     assert "onemodel_viewer.format.open" in (site / "api" / "index.html").read_text(encoding="utf-8")
     assert "OneModelApp" in (site / "viewer" / "index.html").read_text(encoding="utf-8")
+
+
+def test_every_screenshot_appears_in_the_docs():
+    """Each picture scripts/make_screenshots.py makes is shown where the docs describe it, and each picture
+    a page shows exists."""
+    import re
+
+    text = "\n".join(p.read_text(encoding="utf-8") for p in (ROOT / "docs").rglob("*.md"))
+    shown = set(re.findall(r"\]\((?:\.\./)*screenshots/([\w.-]+\.svg)\)", text))
+    made = {p.name for p in (ROOT / "screenshots").glob("*.svg")}
+    assert made, "no screenshots found"
+    assert made - shown == set(), "screenshots no page shows"
+    assert shown - made == set(), "pictures the docs show that are not in screenshots/"
