@@ -105,8 +105,14 @@ def matches(expected: list[str], actual: list[str]) -> bool:
 
 def workspace(tmp: Path) -> dict[str, str]:
     """``tmp`` with a copy of testdata/ and an ``onemodel-view`` that runs this checkout; the environment."""
-    shutil.copytree(ROOT / "testdata", tmp / "testdata", symlinks=True,
-                    ignore=shutil.ignore_patterns("__pycache__", "*.py"))
+    def skip(folder: str, names: list[str]) -> set[str]:
+        """Scripts, caches and what is neither a file, a folder nor a link (a FIFO left by make_external.py)."""
+        def special(name: str) -> bool:
+            mode = os.lstat(os.path.join(folder, name)).st_mode
+            return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode))
+        return {n for n in names if n == "__pycache__" or n.endswith(".py") or special(n)}
+
+    shutil.copytree(ROOT / "testdata", tmp / "testdata", symlinks=True, ignore=skip)
     bin_dir = tmp / ".bin"
     bin_dir.mkdir()
     exe = bin_dir / "onemodel-view"
