@@ -17,7 +17,8 @@ def help_flags() -> set[str]:
     out = subprocess.run([sys.executable, "-m", "onemodel_viewer", "--help"], capture_output=True, text=True,
                          cwd=ROOT, check=True, env={"COLUMNS": "200", "PATH": "/usr/bin:/bin",
                                                     "PYTHONPATH": str(ROOT)}).stdout
-    options = out.split("options:", 1)[1]  # after the usage lines: the option list and its groups
+    marker = "options:" if "options:" in out else "optional arguments:"  # Python 3.10+ / before
+    options = out.split(marker, 1)[1]  # after the usage lines: the option list and its groups
     return {m for line in options.splitlines() for m in FLAG.findall(line.strip().split("  ")[0])}
 
 

@@ -35,3 +35,13 @@ def test_every_screenshot_appears_in_the_docs():
     assert made, "no screenshots found"
     assert made - shown == set(), "screenshots no page shows"
     assert shown - made == set(), "pictures the docs show that are not in screenshots/"
+
+
+def test_the_readme_fits_on_a_screen_and_keeps_the_set_up_commands():
+    """At most 8 KB (the rest is in docs/); .ci/run greps the test command out of it, so both set-up lines
+    stay exactly as they are, 4-space indented."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(text.encode("utf-8")) <= 8 * 1024
+    lines = text.splitlines()
+    assert "    pip install -e . && onemodel-view testdata/valid/showcase.onemodel" in lines
+    assert "    pip install -e '.[test]' && python -m pytest -q -n 2" in lines
