@@ -45,3 +45,22 @@ def test_the_readme_fits_on_a_screen_and_keeps_the_set_up_commands():
     lines = text.splitlines()
     assert "    pip install -e . && onemodel-view testdata/valid/showcase.onemodel" in lines
     assert "    pip install -e '.[test]' && python -m pytest -q -n 2" in lines
+
+
+# Named in the docs but not files of this repository: the spec's documents, a user's config, and files
+# named relative to a folder the text gives (benchmarks/RESULTS.md, testdata/*/expected.json).
+NOT_HERE = {"onemodel-format.md", "CLARIFICATIONS.md", ".pre-commit-config.yaml", "RESULTS.md", "expected.json"}
+
+
+def test_the_files_the_docs_name_exist():
+    """A module or file named as code (`format/ort/fbs.py`, `tests/test_reader.py`, `scripts/...`) is
+    there: from the repository root, the package folder or tests/ (a module moved without its page fails)."""
+    import re
+
+    named = set()
+    for page in (ROOT / "docs").rglob("*.md"):
+        named |= set(re.findall(r"`([\w./-]+\.(?:py|md|yaml|yml|tcss|json))`", page.read_text(encoding="utf-8")))
+    assert len(named) > 20
+    gone = sorted(n for n in named - NOT_HERE
+                  if not any((base / n).exists() for base in (ROOT, ROOT / "onemodel_viewer", ROOT / "tests")))
+    assert not gone, f"files the docs name that are not there: {gone}"
