@@ -7,7 +7,7 @@ expected output (stdout and stderr together, as a terminal shows them). Output t
 run is written ``...``: a line that is only ``...`` stands for any number of lines, ``...`` inside a
 line for any text. The commands of one page run in order in one fresh folder holding a copy of
 ``testdata/`` (so they read ``testdata/valid/...`` as from the repository root, and what they write
-stays there), with ``onemodel-view`` being this checkout's code on the running Python.
+stays there), with ``onemodel-view`` being this checkout's code on the running Python (and ``python`` that Python).
 
 Each fenced ``python`` block runs too (from the same kind of folder) and must exit with status 0.
 Blocks in other languages (``bash``, ``sh``, ``text``...) are not run: install steps and commands that
@@ -115,9 +115,10 @@ def workspace(tmp: Path) -> dict[str, str]:
     shutil.copytree(ROOT / "testdata", tmp / "testdata", symlinks=True, ignore=skip)
     bin_dir = tmp / ".bin"
     bin_dir.mkdir()
-    exe = bin_dir / "onemodel-view"
-    exe.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m onemodel_viewer "$@"\n', encoding="utf-8")
-    exe.chmod(exe.stat().st_mode | stat.S_IXUSR)
+    for name, args in (("onemodel-view", "-m onemodel_viewer "), ("python", "")):  # python: the tests' own
+        exe = bin_dir / name
+        exe.write_text(f'#!/bin/sh\nexec "{sys.executable}" {args}"$@"\n', encoding="utf-8")
+        exe.chmod(exe.stat().st_mode | stat.S_IXUSR)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST", "COV_"))}
     env.update(PATH=f"{bin_dir}{os.pathsep}{env.get('PATH', '')}", PYTHONPATH=str(ROOT), COLUMNS="160",
                LINES="40", NO_COLOR="1", TERM="dumb", LC_ALL="C.UTF-8", PYTHONIOENCODING="utf-8")
