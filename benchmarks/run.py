@@ -498,7 +498,7 @@ class Suite:
 
     # -- convert
     def convert(self) -> None:
-        fig = "--convert external-data ONNX (whole process) vs cp of the weights"
+        fig = "--convert external-data ONNX (whole process) vs cp + sync of the weights"
         target = "<= 2x time (>= 0.5x cp throughput)"
         if not self.ext:
             return self.missing(fig, target, "no model")
@@ -509,7 +509,8 @@ class Suite:
         cp_times = []
         for i in range(self.repeat + (1 if self.repeat > 1 else 0)):
             p = run_proc([*self.ov, "--convert", self.ext, dst])
-            c = run_proc(["cp", data, cp_dst])
+            # like for like: the converter fsyncs its output, so the copy is synced too (`sync FILE`)
+            c = run_proc(["sh", "-c", 'cp "$0" "$1" && sync "$1"', data, cp_dst])
             for f in (dst, cp_dst):
                 if os.path.exists(f):
                     os.unlink(f)
