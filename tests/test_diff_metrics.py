@@ -402,7 +402,7 @@ def test_summary_cli_top_option(tmp_path, capsys):
 _KERNEL_PROBE = r"""
 import json, sys
 import numpy as np
-from onemodel_viewer.analysis import diff_tensors as T
+from onemodel_viewer.analysis.diff import tensors as T
 from onemodel_viewer.format.dtypes import DTYPES, encode
 from onemodel_viewer.format.schema import Tensor
 from onemodel_viewer.format.storage import BytesStorage

@@ -391,7 +391,7 @@ def test_import_does_not_load_the_onnx_package(tmp_path):
     path = _save(tmp_path, m)
     code = (
         "import sys\n"
-        "from onemodel_viewer.format import onnx_import\n"
+        "from onemodel_viewer.format.onnx import importer as onnx_import\n"
         f"d = onnx_import.import_onnx({str(path)!r})\n"
         "assert 'onnx' not in sys.modules, 'onnx imported'\n"
         "import onnx\n"
