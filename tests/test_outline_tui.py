@@ -121,3 +121,13 @@ async def test_outline_of_file_with_problems(viewer):
             pytest.skip("nothing readable")
         screen = await open_outline(pilot)
         assert screen.query_one(Tree).root.children
+
+
+async def test_outline_in_the_command_palette(viewer):
+    async with viewer(SHOWCASE) as pilot:
+        app = pilot.app
+        cmds = {c.title: c for c in app.get_system_commands(app.screen)}
+        assert "Outline" in cmds and "(O)" in cmds["Outline"].help
+        cmds["Outline"].callback()
+        await pilot.pause()
+        assert isinstance(app.screen, OutlineScreen)
