@@ -95,6 +95,7 @@ class _Builder:
         scopes: dict[tuple[str, ...], Row] = {(): row}
         seq = nodes if isinstance(nodes, tuple) else nodes[:]  # a NodeList's item look-up: ~2 µs
         funcs, claimed, step, match = self.functions, self.claimed, self.step, _LAST.match
+        single = local if len(chain) == 1 else None
         for pos, i in enumerate(order):
             if step is not None and not pos % STEP:
                 step()
@@ -103,10 +104,8 @@ class _Builder:
             m = match(name) if name else None
             prefix = m.group(1) if m is not None else ""
             leaf = leaves.get(prefix)
-            if leaf is None:
+            if leaf is None:  # a new scope row starts at its first node (so does each new parent)
                 leaf = leaves[prefix] = self._scope(scopes, scope_labels(prefix), g, pos)
-            if leaf.first < 0:
-                leaf.first = pos
             holder = leaf
             if (n.attributes and _is_heavy(n)) or (funcs and (n.domain, n.op) in funcs):
                 holder = self._node_row(g, i, n, pos, chain)
@@ -115,16 +114,15 @@ class _Builder:
                 leaf.nodes.append(i)
                 leaf.pos.append(pos)
             for x in n.inputs:
-                if x:
-                    for scope in chain:
-                        t = scope.get(x)
-                        if t is not None:
-                            if id(t) not in claimed:
-                                claimed.add(id(t))
-                                e, b = _tensor_figures(t) if isinstance(t, Tensor) else _sparse_figures(t)
-                                holder.own_params += e
-                                holder.own_bytes += b
-                            break
+                if single is not None:
+                    t = single.get(x)
+                else:
+                    t = next((d[x] for d in chain if x in d), None)
+                if t is not None and id(t) not in claimed:
+                    claimed.add(id(t))
+                    e, b = _tensor_figures(t) if isinstance(t, Tensor) else _sparse_figures(t)
+                    holder.own_params += e
+                    holder.own_bytes += b
         unread = [t for t in local.values() if id(t) not in self.claimed]
         if unread and kind == "root":
             u = Row("unread", "(initializers read by no node)", g, first=1 << 62)
