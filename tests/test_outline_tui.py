@@ -131,3 +131,30 @@ async def test_outline_in_the_command_palette(viewer):
         cmds["Outline"].callback()
         await pilot.pause()
         assert isinstance(app.screen, OutlineScreen)
+
+
+async def test_outline_failure_is_shown_and_the_gc_comes_back(viewer, monkeypatch):
+    """A model the outline cannot take (diagnose-mode leftovers): the title says why (made visible), the
+    screen stays up, and the GC the screen paused for its worker is on again."""
+    import gc
+
+    from onemodel_viewer.analysis.graph import scopes
+
+    def broken(*a, **kw):
+        raise ValueError("bad\x1b[2J name")
+
+    monkeypatch.setattr(scopes, "build_outline", broken)
+    async with viewer(SHOWCASE) as pilot:
+        app = pilot.app
+        from onemodel_viewer.tui.screens import outline as mod
+        mod.KEPT.clear()
+        await pilot.press("O")
+        for _ in range(50):
+            await wait_for_workers(app)
+            await pilot.pause()
+            if "could not be built" in str(app.screen.query_one("#outline-title").render()):
+                break
+        title = str(app.screen.query_one("#outline-title").render())
+        assert "ValueError: bad\\x1b[2J name" in title and "\x1b" not in title
+        assert isinstance(app.screen, OutlineScreen) and not app.screen.gc_held
+        assert gc.isenabled() or app.background_gc_held

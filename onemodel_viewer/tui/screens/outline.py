@@ -31,7 +31,7 @@ from ...analysis.graph.rows import Outline, Row
 from ...analysis.graph.text import count_text, figures_text, fold_text, ops_text
 from ...format.document import Document
 from ...format.schema import Graph
-from ..widgets.safe import human_size, safe_text
+from ..widgets.safe import human_size, safe_str, safe_text
 
 SHOWN = 200
 """Rows added under one row (the rest: one ``… N more`` row; ``--graph`` draws them all)."""
@@ -40,7 +40,7 @@ SHOWN_EARLY = 40
 10^5-row level took ~0.2 s of the UI under load)."""
 PROGRESS_EVERY = 0.25
 """Seconds between two progress messages."""
-_KEPT: dict[int, tuple[Document, Outline]] = {}
+KEPT: dict[int, tuple[Document, Outline]] = {}
 """The last outline computed, by document (one kept)."""
 
 
@@ -142,6 +142,8 @@ class OutlineScreen(ModalScreen[str | None]):
         self.final = False
         self.shown: Table | str = ""
         """What the right pane shows (the highlighted row's figures)."""
+        self.favoured = False
+        """This screen set the 1 ms switch interval (``process.favour_ui_thread``) while its worker runs."""
         self.gc_held = False
         """This screen paused the GC (:meth:`_hold_gc`) and turns it back on when its worker ends."""
         self.filled: set[int] = set()
@@ -163,10 +165,11 @@ class OutlineScreen(ModalScreen[str | None]):
         self.query_one("#outline-side").border_title = "Figures"
         self.query_one(Tree).focus()
         doc = self.document
-        kept = _KEPT.get(id(doc))
+        kept = KEPT.get(id(doc))
         if kept is not None and kept[0] is doc and kept[1].folded:
             self._show(kept[1], True)
             return
+        KEPT.clear()  # another document's (a reload): not kept alive any longer
         if doc.model is None:
             self._title("nothing could be read from this file")
             return
@@ -187,18 +190,21 @@ class OutlineScreen(ModalScreen[str | None]):
         self.gc_held = gc.isenabled()
         if self.gc_held:
             pause_gc()
+        self.favoured = True
         favour_ui_thread(True)
 
     def _release_gc(self) -> None:
         """The GC back on (what the worker built frozen), unless the app's own background job holds it."""
         from ...process import favour_ui_thread, freeze_gc
 
+        app = self.app
         if self.gc_held:
             self.gc_held = False
-            app = self.app
             if not getattr(app, "background_gc_held", False) and not getattr(app, "keep_gc_off", False):
                 freeze_gc()
-            if not getattr(app, "background_running", False):
+        if self.favoured:
+            self.favoured = False
+            if not getattr(app, "background_running", False) and not getattr(app, "keep_gc_off", False):
                 favour_ui_thread(False)
 
     # ------------------------------------------------------------------ the worker
@@ -227,13 +233,13 @@ class OutlineScreen(ModalScreen[str | None]):
             self.post_message(self.Ready(outline, False))
             done[0] = 0
             fold_outline(outline, step("folding repeated blocks"))
-            _KEPT.clear()
-            _KEPT[id(self.document)] = (self.document, outline)
+            KEPT.clear()
+            KEPT[id(self.document)] = (self.document, outline)
             self.post_message(self.Ready(outline, True))
         except _Cancelled:
             return
         except Exception as e:  # leftovers of a diagnose open: say so, stay up
-            self.post_message(self.Progress(f"the outline could not be built: {type(e).__name__}: {e}", True))
+            self.post_message(self.Progress(f"the outline could not be built: {type(e).__name__}: {safe_str(str(e), 200)}", True))
 
     def on_outline_screen_progress(self, message: "OutlineScreen.Progress") -> None:
         self._title(message.text)
