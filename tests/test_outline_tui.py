@@ -158,3 +158,34 @@ async def test_outline_failure_is_shown_and_the_gc_comes_back(viewer, monkeypatc
         assert "ValueError: bad\\x1b[2J name" in title and "\x1b" not in title
         assert isinstance(app.screen, OutlineScreen) and not app.screen.gc_held
         assert gc.isenabled() or app.background_gc_held
+
+
+async def test_big_graph_shows_its_first_rows_before_all_are_grouped(viewer, tmp_path, monkeypatch):
+    """A graph over scopes.PREVIEW_AT nodes: the rows of its first nodes are shown while the rest is grouped
+    (here PREVIEW_AT is 20 nodes of 340); the outline in the end is the whole one."""
+    from onemodel_viewer.analysis.graph import scopes
+
+    monkeypatch.setattr(scopes, "PREVIEW_AT", 20)
+    src = transformer(tmp_path / "t", 24)
+    async with viewer(src) as pilot:
+        screen = await open_outline(pilot)
+        assert screen.previewed
+        assert screen.outline.root.count == 24 * 14 + 3
+        model = screen.query_one(Tree).root.children[0]
+        model.expand()
+        await pilot.pause()
+        assert labels(screen.query_one(Tree), model) == ["embed_tokens", "layers.0–23", "norm"]
+
+
+def test_preview_holds_the_first_nodes_rows(tmp_path, monkeypatch):
+    from onemodel_viewer import format as omf
+    from onemodel_viewer.analysis.graph import scopes
+
+    monkeypatch.setattr(scopes, "PREVIEW_AT", 30)
+    seen = []
+    doc = omf.open(str(transformer(tmp_path / "t", 4)))
+    with doc:
+        o = scopes.build_outline(doc.model, step=lambda: None, fold=False,
+                                 preview=lambda p: seen.append((p.root.count, [r.label for r in p.root.children[0].children])))
+        assert seen == [(30, ["embed_tokens", "layers.0", "layers.1", "layers.2"])]
+        assert o.root.count == 4 * 14 + 3

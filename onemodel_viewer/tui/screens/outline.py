@@ -1,7 +1,8 @@
 """The ``O`` screen: the model's scope outline, repeated blocks folded (``analysis/graph``).
 
-The outline is computed in a worker thread (the first rows show once the nodes are grouped, the
-folds when folding is done; a progress line meanwhile) and kept per document, so the next ``O`` is
+The outline is computed in a worker thread (a big graph's first rows show after its first
+``scopes.PREVIEW_AT`` nodes, all rows once every node is grouped, the folds when folding is done; a
+progress line meanwhile) and kept per document, so the next ``O`` is
 instant. While it runs the cyclic GC is paused from the UI thread (``process.pause_gc``) and what
 it built is frozen at the end (``freeze_gc``): its ~10^6 new objects on the 10^6-node model made
 collections in the worker that held the interpreter, the UI's too, 3-4 s each. Highlighting a row shows its figures on the right; enter on a folded block opens or
@@ -128,10 +129,12 @@ class OutlineScreen(ModalScreen[str | None]):
             self.ended = ended
 
     class Ready(Message):
-        def __init__(self, outline: Outline, final: bool) -> None:
+        def __init__(self, outline: Outline, final: bool, preview: bool = False) -> None:
             super().__init__()
             self.outline = outline
             self.final = final
+            self.preview = preview
+            """The rows of the first nodes only (a big graph; their lists still grow in the worker)."""
 
     def __init__(self, document: Document, facts: Facts | None = None) -> None:
         super().__init__()
@@ -142,6 +145,8 @@ class OutlineScreen(ModalScreen[str | None]):
         self.final = False
         self.shown: Table | str = ""
         """What the right pane shows (the highlighted row's figures)."""
+        self.previewed = False
+        """The first rows of a big graph were shown before all its nodes were grouped."""
         self.favoured = False
         """This screen set the 1 ms switch interval (``process.favour_ui_thread``) while its worker runs."""
         self.gc_held = False
@@ -229,7 +234,8 @@ class OutlineScreen(ModalScreen[str | None]):
             return tick
 
         try:
-            outline = build_outline(model, self.facts, step("grouping nodes"), fold=False)
+            outline = build_outline(model, self.facts, step("grouping nodes"), fold=False,
+                                    preview=lambda o: self.post_message(self.Ready(o, False, True)))
             self.post_message(self.Ready(outline, False))
             done[0] = 0
             fold_outline(outline, step("folding repeated blocks"))
@@ -247,7 +253,8 @@ class OutlineScreen(ModalScreen[str | None]):
             self._release_gc()
 
     def on_outline_screen_ready(self, message: "OutlineScreen.Ready") -> None:
-        self._show(message.outline, message.final)
+        self.previewed = self.previewed or message.preview
+        self._show(message.outline, message.final, message.preview)
         if message.final:
             self._release_gc()
 
@@ -260,14 +267,15 @@ class OutlineScreen(ModalScreen[str | None]):
         t.append(f"   {status}", style="dim")
         self.query_one("#outline-title", Static).update(t)
 
-    def _show(self, outline: Outline, final: bool) -> None:
+    def _show(self, outline: Outline, final: bool, preview: bool = False) -> None:
         self.outline, self.final = outline, final
         tree: Tree[Any] = self.query_one(Tree)
         tree.clear()
         self.filled.clear()
         tree.root.data = outline.root
         self._populate(tree.root)
-        self._title("enter: select in tree / open a fold · → ← open, close" if final else "folding repeated blocks…")
+        self._title("enter: select in tree / open a fold · → ← open, close" if final else
+                    "grouping nodes… (the first rows so far)" if preview else "folding repeated blocks…")
         if tree.cursor_node is None and tree.root.children:
             tree.move_cursor(tree.root.children[0])
         self._detail(tree.cursor_node)
