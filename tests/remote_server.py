@@ -34,11 +34,18 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 _RANGE = re.compile(r"^bytes=(\d+)-(\d*)$")
 
 
+class _Quiet(ThreadingHTTPServer):
+    def handle_error(self, request, client_address) -> None:  # a client that hung up (the knobs make them)
+        pass
+
+
 class RangeServer:
     def __init__(self, root: str, *, latency: float = 0.0, rate: float | None = None) -> None:
         self.root = os.path.abspath(root)
         self.latency = latency
         self.rate = rate
+        self.control = False
+        """``/_stats`` and ``/_reset`` answered (``python tests/remote_server.py``: the benchmark's server)."""
         self.log: list[tuple[str, str, int, int]] = []
         self._lock = threading.Lock()
         self._next = 0.0
@@ -55,7 +62,7 @@ class RangeServer:
             def do_GET(self) -> None:  # noqa: N802
                 server._handle(self)
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd = _Quiet(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
         self.port = self.httpd.server_address[1]
         self.thread = threading.Thread(target=self.httpd.serve_forever, name="range-server", daemon=True)
@@ -115,6 +122,17 @@ class RangeServer:
         if self.latency:
             time.sleep(self.latency)
         path = h.path.split("?", 1)[0]
+        if path in ("/_stats", "/_reset") and self.control:  # the benchmark's view of the log (another process)
+            if path == "/_reset":
+                self.reset()
+            import json
+
+            body = json.dumps(self.stats()).encode()
+            h.send_response(200)
+            h.send_header("Content-Length", str(len(body)))
+            h.end_headers()
+            h.wfile.write(body)
+            return
         knobs = []
         while path.startswith("/~"):
             knob, _, rest = path[2:].partition("/")
@@ -137,10 +155,8 @@ class RangeServer:
         full = os.path.realpath(os.path.join(self.root, path.lstrip("/")))
         if not full.startswith(self.root + os.sep) or not os.path.isfile(full):
             return self._status(h, path, rng, 404)
-        with open(full, "rb") as f:
-            data = f.read()
-        size = len(data)
         st = os.stat(full)
+        size = st.st_size
         etag = f'"{st.st_size:x}-{st.st_mtime_ns:x}"'
         if "etag" in knobs:
             with self._lock:
@@ -156,13 +172,13 @@ class RangeServer:
             h.send_header("Content-Length", str(size))
             h.end_headers()
             self._record(path, rng, 200, size)  # before the body: a client may be done before we are
-            self._send_body(h, memoryview(data))
+            self._send_body(h, memoryview(_read(full, 0, size)))
             return
         lo = int(m.group(1))
         hi = min(int(m.group(2)) if m.group(2) else size - 1, size - 1)
         if lo >= size:
             return self._status(h, path, rng, 416, {"Content-Range": f"bytes */{size}"})
-        body = memoryview(data)[lo:hi + 1]
+        body = memoryview(_read(full, lo, hi + 1 - lo))
         shown_lo = lo + 1 if "badrange" in knobs else lo
         if "short" in knobs:
             body = body[:-1]
@@ -194,3 +210,25 @@ class RangeServer:
         h.send_header("Content-Length", "0")
         self._record(path, rng, code, 0)
         h.end_headers()
+
+
+def _read(path: str, offset: int, length: int) -> bytes:
+    with open(path, "rb") as f:
+        f.seek(offset)
+        return f.read(length)
+
+
+if __name__ == "__main__":  # the benchmark's server in its own process: prints its port, serves until killed
+    import argparse
+    import sys
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("root")
+    ap.add_argument("--latency", type=float, default=0.0)
+    ap.add_argument("--rate", type=float, default=None)
+    a = ap.parse_args()
+    srv = RangeServer(a.root, latency=a.latency, rate=a.rate)
+    srv.control = True
+    print(srv.port, flush=True)
+    sys.stdout.close()
+    srv.httpd.serve_forever()

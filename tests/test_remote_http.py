@@ -243,7 +243,6 @@ def test_unsupported_scheme_is_one_line(url, words):
 
 def test_missing_extra_names_the_pip_install(tmp_path):
     """Without huggingface_hub (hidden from the child): one line, exit 1."""
-    (tmp_path / "huggingface_hub.py").write_text("raise ImportError('hidden for the test')\n")
     code = ("import importlib.util, sys\n_real = importlib.util.find_spec\n"
             "importlib.util.find_spec = lambda n, *a: None if n == 'huggingface_hub' else _real(n, *a)\n"
             "from onemodel_viewer import cli\nsys.exit(cli.main(['--check', 'hf://org/repo/model.onemodel']))\n")

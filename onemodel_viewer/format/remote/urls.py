@@ -26,6 +26,11 @@ def is_url(path) -> bool:
     return isinstance(path, str) and _URL.match(path) is not None
 
 
+def shown_name(path: str) -> str:
+    """What a UI shows for a file: a local path's base name, a URL whole but redacted."""
+    return redact(path) if is_url(path) else posixpath.basename(path.replace("\\", "/"))
+
+
 def scheme(url: str) -> str:
     m = _URL.match(url)
     return m.group(1).lower() if m else ""
