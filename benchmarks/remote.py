@@ -95,17 +95,22 @@ def check(srv: Server, local: str, name: str, repeat: int) -> dict:
     return {"local_s": _median(loc), "remote_s": _median(rem), "log": logs[-1]}
 
 
-def inline_onnx(srv: Server, name: str, size: int) -> dict:
+def inline_onnx(srv: Server, local: str, size: int) -> dict:
     from onemodel_viewer.format.reader import open_path
 
+    def once(path):
+        t0 = time.perf_counter()
+        doc = open_path(path, "diagnose")
+        dt = time.perf_counter() - t0
+        problems = [(p.kind, p.where, p.offset) for p in doc.problems]
+        doc.close()
+        return dt, problems
+
+    local_s, lp = once(local)
     srv.control("_reset")
-    t0 = time.perf_counter()
-    doc = open_path(srv.base + name, "diagnose")
-    dt = time.perf_counter() - t0
-    problems = len(doc.problems)
-    doc.close()
+    dt, rp = once(srv.base + os.path.basename(local))
     log = srv.control("_stats")
-    return {"remote_s": dt, "log": log, "fraction": log["bytes"] / size, "problems": problems}
+    return {"remote_s": dt, "local_s": local_s, "log": log, "fraction": log["bytes"] / size, "same": lp == rp}
 
 
 def stats_of_largest(srv: Server, name: str) -> dict:
@@ -131,41 +136,50 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--latency", type=float, default=0.02)
     ap.add_argument("--rate", type=float, default=200e6)
     ap.add_argument("--out", default="/tmp/omv-bench-remote")
+    ap.add_argument("--only", default="1234", help="which figures (default 1234)")
     a = ap.parse_args(argv)
     sys.path.insert(0, ROOT)
     summary = ensure(parse_size(a.size), a.out)
-    folder = summary["dir"]
-    srv = Server(folder, a.latency, a.rate)
-    rtt = a.latency
+    srv = Server(summary["dir"], a.latency, a.rate)
     try:
-        om = os.path.join(folder, "model.onemodel")
-        r1 = first_screen(srv, om, "model.onemodel", a.repeat)
+        figures(a, summary, srv)
+    finally:
+        srv.close()
+    return 0
+
+
+def figures(a, summary: dict, srv: Server) -> None:
+    folder, rtt = summary["dir"], a.latency
+    om = os.path.join(folder, "model.onemodel")
+    r1 = first_screen(srv, om, "model.onemodel", a.repeat) if set("12") & set(a.only) else None
+    if "1" in a.only:
         budget_b = r1["manifest_end"] + (1 << 20)
         target1 = r1["local_s"] + 3 * rtt
         print(f"1. first screen of model.onemodel ({os.path.getsize(om):,} bytes, manifest ends at {r1['manifest_end']:,}): "
               f"remote {r1['remote_s']:.3f} s, local {r1['local_s']:.3f} s (+3 RTT = {target1:.3f} s) "
               f"{'PASS' if r1['remote_s'] <= target1 else 'MISS'}; server: {r1['log']['requests']} requests, "
               f"{r1['log']['bytes']:,} bytes (budget 3, {budget_b:,}) "
-              f"{'PASS' if r1['log']['requests'] <= 3 and r1['log']['bytes'] <= budget_b else 'MISS'}")
+              f"{'PASS' if r1['log']['requests'] <= 3 and r1['log']['bytes'] <= budget_b else 'MISS'}", flush=True)
+    if "2" in a.only:
         r2 = check(srv, om, "model.onemodel", max(a.repeat, 3))
         target2 = r2["local_s"] + r1["manifest_end"] / a.rate + 4 * rtt
         print(f"2. --check --json: remote {r2['remote_s']:.3f} s, local {r2['local_s']:.3f} s, target {target2:.3f} s "
               f"{'PASS' if r2['remote_s'] <= target2 else 'MISS'}; server: {r2['log']['requests']} requests, "
-              f"{r2['log']['bytes']:,} bytes")
-        if summary.get("onnx_inline"):
-            size = os.path.getsize(summary["onnx_inline"])
-            r3 = inline_onnx(srv, os.path.basename(summary["onnx_inline"]), size)
-            print(f"3. open model_inline.onnx ({size:,} bytes): {r3['log']['bytes']:,} bytes fetched = "
-                  f"{100 * r3['fraction']:.3f}% {'PASS' if r3['fraction'] < 0.01 else 'MISS'} (target < 1%), "
-                  f"{r3['log']['requests']} requests, {r3['remote_s']:.2f} s, {r3['problems']} problems")
+              f"{r2['log']['bytes']:,} bytes", flush=True)
+    if "3" in a.only and summary.get("onnx_inline"):
+        size = os.path.getsize(summary["onnx_inline"])
+        r3 = inline_onnx(srv, summary["onnx_inline"], size)
+        print(f"3. open model_inline.onnx ({size:,} bytes): {r3['log']['bytes']:,} bytes fetched = "
+              f"{100 * r3['fraction']:.3f}% {'PASS' if r3['fraction'] < 0.01 else 'MISS'} (target < 1%), "
+              f"{r3['log']['requests']} requests, {r3['remote_s']:.2f} s (local {r3['local_s']:.2f} s + "
+              f"{r3['log']['requests']} x {rtt * 1000:.0f} ms = {r3['local_s'] + r3['log']['requests'] * rtt:.2f} s), "
+              f"same problems: {r3['same']}", flush=True)
+    if "4" in a.only:
         r4 = stats_of_largest(srv, "model.onemodel")
         print(f"4. statistics of {r4['tensor']} ({r4['bytes']:,} bytes): {r4['seconds']:.2f} s = "
               f"{r4['rate'] / 1e6:.0f} MB/s of {a.rate / 1e6:.0f} MB/s ({100 * r4['rate'] / a.rate:.0f}%) "
               f"{'PASS' if r4['rate'] >= 0.8 * a.rate else 'MISS'} (target >= 80%); server: {r4['log']['requests']} "
-              f"requests, {r4['log']['bytes']:,} bytes")
-    finally:
-        srv.close()
-    return 0
+              f"requests, {r4['log']['bytes']:,} bytes", flush=True)
 
 
 if __name__ == "__main__":

@@ -250,3 +250,22 @@ def test_missing_extra_names_the_pip_install(tmp_path):
                          env=dict(os.environ, PYTHONPATH=str(ROOT)))
     assert out.returncode == 1
     assert out.stderr == "onemodel-view: hf:// URLs need the huggingface_hub package: pip install 'onemodel-view[hf]'\n"
+
+
+def test_check_deep_fetches_padding(tmp_path, monkeypatch):
+    """--check of a URL leaves padding unread; --check --deep reports what the local check reports."""
+    from onemodel_viewer.commands.check import check_file
+
+    b = bytearray((DATA / "valid/types.onemodel").read_bytes())
+    m_end = 64 + int.from_bytes(b[24:32], "little")
+    do = int.from_bytes(b[32:40], "little")
+    assert do > m_end
+    b[do - 1] = 0x55
+    (tmp_path / "pad.onemodel").write_bytes(bytes(b))
+    local = [(f.code, f.where, f.offset) for f in check_file(str(tmp_path / "pad.onemodel")).findings]
+    assert ("nonzero-padding", "padding", m_end) in local
+    with RangeServer(str(tmp_path)) as s:
+        shallow = [(f.code, f.where, f.offset) for f in check_file(s.url("pad.onemodel")).findings]
+        assert ("nonzero-padding", "padding", m_end) not in shallow
+        monkeypatch.setitem(remote_storage.OPTIONS, "deep", True)
+        assert [(f.code, f.where, f.offset) for f in check_file(s.url("pad.onemodel")).findings] == local

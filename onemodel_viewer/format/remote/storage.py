@@ -35,6 +35,8 @@ FIRST = 1 << 20
 BULK = 4 << 20
 PIECE = 4 << 20
 WORKERS = 4
+PROBE = 2048
+"""Bytes a scanner's point read fetches from where it reads (:class:`RemoteBuffer`)."""
 
 def open_remote(url: str, *, block: int = BLOCK, cache: int = CACHE, first: int = FIRST, workers: int = WORKERS,
                 download: bool | None = None, deep: bool | None = None, source=None) -> Storage:
@@ -125,6 +127,18 @@ class RemoteStorage(Storage):
         arr = np.frombuffer(self._get(offset, offset + length), dtype=np.uint8)
         arr.flags.writeable = False
         return arr
+
+    def probe(self, offset: int, length: int) -> bytes:
+        """Up to ``length`` bytes at ``offset`` (fewer at the end of the file): from the cache when it holds
+        them all, else fetched as they are (one request of that size, not cached)."""
+        end = min(offset + length, self.size)
+        self._bounds(offset, end - offset)
+        b = self.block
+        with self._lock:
+            cached = all(i in self._blocks for i in range(offset // b, (end - 1) // b + 1))
+        if cached:
+            return bytes(self._get(offset, end))
+        return self._fetch(offset, end)
 
     def stream(self, offset: int, length: int, chunk: int):
         """The bytes ``[offset, offset+length)`` as pieces of about ``chunk`` bytes, fetched ahead in parallel."""
@@ -253,33 +267,39 @@ class RemoteStorage(Storage):
 
 class RemoteBuffer:
     """``storage``'s bytes as a lazy sequence: ``len(buf)``, ``buf[i]`` (an int), ``buf[a:b]`` (a read-only memoryview
-    of a copy, as a slice of a mapping's memoryview would be)."""
+    of a copy, as a slice of a mapping's memoryview would be).
 
-    __slots__ = ("storage", "size", "_blk", "_at")
+    A scanner that walks keys reads byte by byte at scattered places (the header of each ONNX tensor, its
+    payload skipped): an index outside the current window fetches a window of :data:`PROBE` bytes from
+    there (:meth:`RemoteStorage.probe`, not cached), and slices inside the window are served from it.
+    """
+
+    __slots__ = ("storage", "size", "_win", "_at")
 
     def __init__(self, storage: RemoteStorage) -> None:
         self.storage = storage
         self.size = storage.size
-        self._blk = b""
-        self._at = -1
+        self._win = b""
+        self._at = 0
 
     def __len__(self) -> int:
         return self.size
 
     def __getitem__(self, key):
+        at, win = self._at, self._win
         if isinstance(key, slice):
             start, stop, step = key.indices(self.size)
             if step != 1:
                 raise ValueError("no strided slices of a remote file")
             if stop <= start:
                 return memoryview(b"")
+            if at <= start and stop <= at + len(win):
+                return memoryview(win)[start - at:stop - at]
             return memoryview(self.storage.read(start, stop - start))
         i = key + self.size if key < 0 else key
         if not 0 <= i < self.size:
             raise IndexError("remote file index out of range")
-        b = self.storage.block
-        at = i - i % b
-        if at != self._at:  # the last block used, kept: a scanner reads keys byte by byte
-            self._blk = self.storage.read(at, min(b, self.size - at))
-            self._at = at
-        return self._blk[i - at]
+        if not at <= i < at + len(win):
+            self._win = win = self.storage.probe(i, PROBE)
+            self._at = at = i
+        return win[i - at]

@@ -91,6 +91,8 @@ def check_scheme(url: str) -> None:
 def missing_extra(url: str) -> str:
     """"" when ``url``'s client can be imported, else the one-line message naming the ``pip install`` that fixes it."""
     sch = scheme(url)
+    if sch in ("http", "https"):  # the standard library's client: nothing to install
+        return ""
     module, extra = CLIENTS.get(sch, (None, None))
     mods = ["fsspec"] + ([module] if module else [])
     import importlib.util
