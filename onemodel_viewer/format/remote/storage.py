@@ -295,6 +295,10 @@ class RemoteBuffer:
                 return memoryview(b"")
             if at <= start and stop <= at + len(win):
                 return memoryview(win)[start - at:stop - at]
+            if stop - start <= PROBE // 2:  # a field across the window's end: a new window from there
+                self._win = win = self.storage.probe(start, PROBE)
+                self._at = start
+                return memoryview(win)[:stop - start]
             return memoryview(self.storage.read(start, stop - start))
         i = key + self.size if key < 0 else key
         if not 0 <= i < self.size:
