@@ -269,3 +269,23 @@ def test_check_deep_fetches_padding(tmp_path, monkeypatch):
         assert ("nonzero-padding", "padding", m_end) not in shallow
         monkeypatch.setitem(remote_storage.OPTIONS, "deep", True)
         assert [(f.code, f.where, f.offset) for f in check_file(s.url("pad.onemodel")).findings] == local
+
+
+@pytest.mark.parametrize("args", [
+    ["--diff", "--json", "{u}", "testdata/valid/types.onemodel"],
+    ["--diff", "--summary", "{u}", "{u}"],
+    ["--extract", "{u}", "nope", "{tmp}/x.npy"],
+    ["--stats", "{bad}"],
+])
+def test_no_command_shows_credentials(srv, tmp_path, args):
+    """--diff printed the paths it was given (token, user:password) in its JSON and summary, --extract and
+    --stats in their errors."""
+    def secret(rel):
+        return srv.url(rel).replace("http://", "http://user:pw@") + "?token=SECRET"
+
+    fill = {"u": secret(SHOWCASE), "bad": secret("hostile/Malformed-data-offset-past-file.onemodel"), "tmp": str(tmp_path)}
+    out = subprocess.run([sys.executable, "-m", "onemodel_viewer.cli", *[a.format(**fill) for a in args]],
+                         capture_output=True, text=True, timeout=60, cwd=str(ROOT), env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    both = out.stdout + out.stderr
+    assert "127.0.0.1" in both and "…@127.0.0.1" in both
+    assert "SECRET" not in both and "pw@" not in both and "user" not in both

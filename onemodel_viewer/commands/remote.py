@@ -13,6 +13,7 @@ Imported only when a file is a URL.
 
 from __future__ import annotations
 
+import io
 import sys
 
 from ..format.remote.options import OPTIONS
@@ -33,6 +34,7 @@ def prepare(files: list[str], *, download: bool, deep: bool, progress: bool) -> 
         if need:
             print(f"onemodel-view: {need}", file=sys.stderr)
             return 1
+    _redact_streams([f for f in files if is_url(f)])
     OPTIONS["download"] = download
     OPTIONS["deep"] = deep
     if progress and sys.stderr.isatty():
@@ -60,3 +62,48 @@ def _bar():
         bar.advance(task, n)
 
     return hook
+
+
+class RedactingStream(io.TextIOBase):
+    """A text stream that writes through to ``stream`` with each URL's credentials replaced: the URLs
+    given on the command line by their redacted form, and anywhere else their user-info and query string
+    (commands print the paths they were given; no report, error or JSON may show a token)."""
+
+    def __init__(self, stream, urls: list[str]) -> None:
+        self._stream = stream
+        self._pairs = sorted({(u, redact(u)) for u in urls if redact(u) != u}, key=lambda p: -len(p[0]))
+        secrets = set()
+        for u in urls:
+            rest = u.split("://", 1)[1]
+            authority = rest.split("/", 1)[0].split("?", 1)[0].split("#", 1)[0]
+            if "@" in authority:
+                secrets.add(authority.rsplit("@", 1)[0] + "@")
+            for sep in "?#":
+                if sep in rest:
+                    secrets.add(rest[rest.index(sep):])
+        self._secrets = sorted((s for s in secrets if len(s) > 1), key=len, reverse=True)
+
+    def write(self, text: str) -> int:
+        for raw, shown in self._pairs:
+            text = text.replace(raw, shown)
+        for secret in self._secrets:
+            text = text.replace(secret, "…@" if secret.endswith("@") else "?…")
+        return self._stream.write(text)
+
+    def flush(self) -> None:
+        self._stream.flush()
+
+    def isatty(self) -> bool:
+        return self._stream.isatty()
+
+    def fileno(self) -> int:
+        return self._stream.fileno()
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
+def _redact_streams(urls: list[str]) -> None:
+    if any(redact(u) != u for u in urls):
+        sys.stdout = RedactingStream(sys.stdout, urls)
+        sys.stderr = RedactingStream(sys.stderr, urls)
