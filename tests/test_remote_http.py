@@ -289,3 +289,37 @@ def test_no_command_shows_credentials(srv, tmp_path, args):
     both = out.stdout + out.stderr
     assert "127.0.0.1" in both and "…@127.0.0.1" in both
     assert "SECRET" not in both and "pw@" not in both and "user" not in both
+
+
+def _blob_tensor(storage, nbytes: int):
+    from onemodel_viewer.format.dtypes import DataType
+    from onemodel_viewer.format.schema import Tensor
+
+    return Tensor("blob", DataType.FLOAT, (nbytes // 4,), "", 0, nbytes, 0, storage, where="blob")
+
+
+def test_stats_of_a_remote_tensor_progress_and_cancel(tmp_path):
+    """Statistics fetch a remote tensor in pieces with progress; a cancel stops the fetch."""
+    import numpy as np
+
+    from onemodel_viewer.analysis.stats.compute import Cancelled, compute_stats
+
+    values = np.random.default_rng(1).standard_normal(10 << 20 >> 2).astype(np.float32)
+    (tmp_path / "blob.bin").write_bytes(values.tobytes())
+    with RangeServer(str(tmp_path)) as s:
+        st = remote_storage.open_remote(s.url("blob.bin"))
+        seen = []
+        stats = compute_stats(_blob_tensor(st, values.nbytes), progress=lambda d, t: seen.append((d, t)))
+        assert stats.min == float(values.min()) and stats.max == float(values.max())
+        assert seen[0] == (4 << 20, values.nbytes)  # the first piece fetched
+        st.close()
+        s.latency = 0.05
+        st = remote_storage.open_remote(s.url("blob.bin"), workers=1)
+        s.reset()
+        import threading
+
+        cancel = threading.Event()
+        with pytest.raises(Cancelled):
+            compute_stats(_blob_tensor(st, values.nbytes), cancel=cancel, progress=lambda d, t: cancel.set())
+        assert s.stats()["bytes"] == 4 << 20  # one piece, then the cancel: the rest never asked for
+        st.close()

@@ -140,6 +140,32 @@ class RemoteStorage(Storage):
             return bytes(self._get(offset, end))
         return self._fetch(offset, end)
 
+    def fetch_view(self, offset: int, length: int, cancel=None, progress=None):
+        """:meth:`view`, with ``progress(done, total)`` after each piece of a bulk read and ``cancel`` (an Event)
+        looked at between pieces: None once it is set (the requests in flight are abandoned)."""
+        import numpy as np
+
+        self._bounds(offset, length)
+        if length < BULK:
+            return self.view(offset, length)
+        out = bytearray(length)
+        pieces = [(p, min(p + PIECE, offset + length)) for p in range(offset, offset + length, PIECE)]
+        done = 0
+        fetched = self._fetch_all(pieces)
+        try:
+            for (lo, hi), data in zip(pieces, fetched):
+                out[lo - offset:hi - offset] = data
+                done += hi - lo
+                if progress is not None:
+                    progress(done, length)
+                if cancel is not None and cancel.is_set():
+                    return None
+        finally:
+            fetched.close()
+        arr = np.frombuffer(out, dtype=np.uint8)
+        arr.flags.writeable = False
+        return arr
+
     def stream(self, offset: int, length: int, chunk: int):
         """The bytes ``[offset, offset+length)`` as pieces of about ``chunk`` bytes, fetched ahead in parallel."""
         self._bounds(offset, length)
