@@ -110,7 +110,7 @@ class RangeServer:
 
     def _send_body(self, h, body: memoryview, cut: int | None = None) -> int:
         sent = 0
-        step = 64 << 10
+        step = (1 << 20) if self.rate else (64 << 10)  # paced: fewer, larger writes (each one sleeps)
         end = len(body) if cut is None else cut
         while sent < end:
             n = min(step, end - sent)

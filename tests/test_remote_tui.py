@@ -57,3 +57,19 @@ async def test_first_screen_fetches_no_tensor_byte(server):
         panel = app.query_one(StatsPanel)
         assert panel.state == "done" and "min" in panel.summary_text()
         assert server.stats()["requests"] >= 2
+
+
+async def test_edit_mode_refuses_a_url(server, monkeypatch):
+    """Edit mode would have opened the URL as a local path for its overlay (and failed with a path error)."""
+    from conftest import settle_located
+    from onemodel_viewer.tui.app import make_app
+
+    app = make_app(server.url(SHOWCASE))
+    notes = []
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle_located(pilot)
+        monkeypatch.setattr(app, "notify", lambda msg, **kw: notes.append(msg))
+        app.action_edit()
+        await pilot.pause()
+        assert app.edit_session is None
+        assert any("at a URL" in n for n in notes)

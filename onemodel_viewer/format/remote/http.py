@@ -83,6 +83,12 @@ class HttpSource:
             raise FormatError(Kind.MALFORMED, "file", start, f"range {start}..{end} outside {self.size} bytes")
         return self._request(start, end - start)
 
+    def fetch_into(self, start: int, end: int, into: memoryview) -> None:
+        """:meth:`fetch`, read straight into ``into`` (``end - start`` bytes long)."""
+        if self.size is None or start < 0 or end > self.size or start >= end or len(into) != end - start:
+            raise FormatError(Kind.MALFORMED, "file", start, f"range {start}..{end} outside {self.size} bytes")
+        self._request(start, end - start, into=into)
+
     def close(self) -> None:
         self.cancelled.set()
         conns = getattr(self._local, "conns", {})
@@ -91,14 +97,14 @@ class HttpSource:
         conns.clear()
 
     # -- one request, retried
-    def _request(self, start: int, length: int, first: bool = False) -> bytes:
+    def _request(self, start: int, length: int, first: bool = False, into: memoryview | None = None) -> bytes:
         delay = self.backoff
         last = ""
         for attempt in range(self.retries + 1):
             if self.cancelled.is_set():
                 raise FormatError(Kind.IO, "file", None, f"{self.shown}: cancelled")
             try:
-                return self._once(start, length, first)
+                return self._once(start, length, first, into)
             except _Retry as e:
                 last = str(e)
                 self._drop_connections()
@@ -107,7 +113,7 @@ class HttpSource:
                     delay *= 2
         raise FormatError(Kind.IO, "file", None, f"{self.shown}: {last} (after {self.retries + 1} attempts)")
 
-    def _once(self, start: int, length: int, first: bool) -> bytes:
+    def _once(self, start: int, length: int, first: bool, into: memoryview | None = None) -> bytes:
         url = self.url
         for _hop in range(MAX_REDIRECTS + 1):
             parts = urllib.parse.urlsplit(url)
@@ -139,10 +145,10 @@ class HttpSource:
                     raise FormatError(Kind.IO, "file", None, f"{self.shown}: redirected to a {sch or 'relative'}:// URL; "
                                       "only http and https redirects are followed")
                 continue
-            return self._answer(resp, status, start, length, first)
+            return self._answer(resp, status, start, length, first, into)
         raise FormatError(Kind.IO, "file", None, f"{self.shown}: more than {MAX_REDIRECTS} redirects")
 
-    def _answer(self, resp, status: int, start: int, length: int, first: bool) -> bytes:
+    def _answer(self, resp, status: int, start: int, length: int, first: bool, into: memoryview | None = None) -> bytes:
         if status >= 500:
             resp.read()
             raise _Retry(f"server error {status}")
@@ -183,6 +189,8 @@ class HttpSource:
             self._drop_connections()
             raise FormatError(Kind.IO, "file", start, f"{self.shown}: Content-Length {declared[:40]!r} for {length} bytes "
                               f"at {start}: {CHANGED}")
+        if into is not None and declared is not None:  # the length is right: read into place
+            return self._read_into(resp, start, length, into)
         try:
             body = resp.read(length + 1) if declared is None else resp.read()
         except http.client.IncompleteRead as e:
@@ -200,6 +208,26 @@ class HttpSource:
             raise FormatError(Kind.IO, "file", start, f"{self.shown}: {len(body)} bytes sent for {length} asked at {start}: "
                               f"{CHANGED}")
         return body
+
+    def _read_into(self, resp, start: int, length: int, into: memoryview) -> bytes:
+        got = 0
+        try:
+            while got < length:
+                n = resp.readinto(into[got:length])
+                if not n:
+                    break
+                got += n
+        except http.client.IncompleteRead as e:
+            raise _Retry(f"the connection closed after {got + len(e.partial)} of {length} bytes") from e
+        except (socket.timeout, TimeoutError) as e:
+            raise _Retry("timed out reading the body") from e
+        except (ConnectionError, OSError) as e:
+            raise _Retry(f"connection lost: {e.__class__.__name__}") from e
+        with self._lock:
+            self.received += got
+        if got != length:
+            raise _Retry(f"the connection closed after {got} of {length} bytes")
+        return b""
 
     # -- the file's identity
     def _learn(self, total: int, resp) -> None:

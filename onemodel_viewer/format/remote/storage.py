@@ -151,10 +151,10 @@ class RemoteStorage(Storage):
         out = bytearray(length)
         pieces = [(p, min(p + PIECE, offset + length)) for p in range(offset, offset + length, PIECE)]
         done = 0
-        fetched = self._fetch_all(pieces)
+        fetched = self._fetch_all(pieces, out, offset)
         try:
-            for (lo, hi), data in zip(pieces, fetched):
-                out[lo - offset:hi - offset] = data
+            for lo, hi in pieces:
+                next(fetched)
                 done += hi - lo
                 if progress is not None:
                     progress(done, length)
@@ -248,28 +248,33 @@ class RemoteStorage(Storage):
     def _bulk(self, start: int, end: int) -> bytearray:
         out = bytearray(end - start)
         pieces = [(p, min(p + PIECE, end)) for p in range(start, end, PIECE)]
-        for (lo, hi), data in zip(pieces, self._fetch_all(pieces)):
-            out[lo - start:hi - start] = data
+        for (lo, hi), _filled in zip(pieces, self._fetch_all(pieces, out, start)):
             hook = self.progress or OPTIONS.get("progress")
             if hook is not None:
                 hook(hi - lo)
         return out
 
-    def _fetch_all(self, ranges: list[tuple[int, int]]):
-        """The bytes of each range, ``WORKERS`` requests in flight when there are several (yielded in order)."""
+    def _fetch_all(self, ranges: list[tuple[int, int]], out: bytearray | None = None, base: int = 0):
+        """The bytes of each range, ``WORKERS`` requests in flight when there are several (yielded in order);
+        with ``out``, each range is read straight into ``out[lo - base:hi - base]`` instead (None yielded)."""
+        view = memoryview(out) if out is not None else None
+
+        def one(lo: int, hi: int):
+            return self._fetch(lo, hi, None if view is None else view[lo - base:hi - base])
+
         if len(ranges) <= 1 or self.workers == 1:
             for lo, hi in ranges:
-                yield self._fetch(lo, hi)
+                yield one(lo, hi)
             return
         pool = self._executor()
-        futures = [pool.submit(self._fetch, lo, hi) for lo, hi in ranges[: self.workers * 2]]
+        futures = [pool.submit(one, lo, hi) for lo, hi in ranges[: self.workers * 2]]
         nxt = len(futures)
         try:
             for k in range(len(ranges)):
                 data = futures[k].result()
                 futures[k] = None  # type: ignore[call-overload]
                 if nxt < len(ranges):
-                    futures.append(pool.submit(self._fetch, *ranges[nxt]))
+                    futures.append(pool.submit(one, *ranges[nxt]))
                     nxt += 1
                 yield data
         finally:
@@ -277,10 +282,17 @@ class RemoteStorage(Storage):
                 if f is not None:
                     f.cancel()
 
-    def _fetch(self, lo: int, hi: int) -> bytes:
+    def _fetch(self, lo: int, hi: int, into: memoryview | None = None) -> bytes | None:
         if self.cancel.is_set():
             raise FormatError(Kind.IO, "file", None, f"{self.label}: cancelled")
-        return self.source.fetch(lo, hi)
+        if into is None:
+            return self.source.fetch(lo, hi)
+        fill = getattr(self.source, "fetch_into", None)  # HTTP: from the socket into place, no copy
+        if fill is not None:
+            fill(lo, hi, into)
+        else:
+            into[:] = self.source.fetch(lo, hi)
+        return None
 
     def _executor(self):
         with self._lock:
