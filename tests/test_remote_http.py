@@ -323,3 +323,19 @@ def test_stats_of_a_remote_tensor_progress_and_cancel(tmp_path):
             compute_stats(_blob_tensor(st, values.nbytes), cancel=cancel, progress=lambda d, t: cancel.set())
         assert s.stats()["bytes"] == 4 << 20  # one piece, then the cancel: the rest never asked for
         st.close()
+
+
+def test_cli_download_and_deep_flags(srv):
+    def run(*args):
+        return subprocess.run([sys.executable, "-m", "onemodel_viewer.cli", *args], capture_output=True, text=True,
+                              timeout=60, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+
+    url = srv.url(SHOWCASE, "norange")
+    refused = run("--check", "--json", url)
+    assert refused.returncode == 1
+    [problem] = json.loads(refused.stdout)["problems"]
+    assert (problem["kind"], problem["where"]) == ("Io", "file") and "--download" in problem["message"]
+    fetched = run("--check", "--json", "--download", url)
+    assert fetched.returncode == 0 and json.loads(fetched.stdout)["valid"] is True
+    usage = run("--stats", "--deep", srv.url(SHOWCASE))
+    assert usage.returncode == 2 and "--deep goes with --check" in usage.stderr
