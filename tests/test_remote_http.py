@@ -221,6 +221,16 @@ def test_credentials_never_shown(srv):
     assert "404" in both and "s3cret" not in both and "abcdef" not in both and "user" not in both
 
 
+def test_remote_check_imports_no_http_client(srv):
+    """A --check of an http:// URL imports neither http.client (email, ssl) nor fsspec."""
+    code = ("import sys\nfrom onemodel_viewer import cli\ntry:\n    cli.main(['--check', '--json', sys.argv[1]])\n"
+            "finally:\n    bad = [m for m in sys.modules if m.split('.')[0] in ('fsspec', 'aiohttp', 'http', 'email', 'ssl')]\n"
+            "    print('BAD', bad, file=sys.stderr)\n")
+    out = subprocess.run([sys.executable, "-c", code, srv.url(SHOWCASE)], capture_output=True, text=True, timeout=60,
+                         env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert "BAD []" in out.stderr and '"valid": true' in out.stdout, out.stderr
+
+
 def test_local_check_imports_nothing_remote(tmp_path):
     """Local paths keep today's code path: no fsspec, aiohttp, http client or remote module."""
     code = ("import sys\nfrom onemodel_viewer import cli\ntry:\n    cli.main(['--check', '--json', sys.argv[1]])\n"

@@ -14,12 +14,13 @@ is checked:
   backoff) on 5xx answers, resets and truncated bodies.
 
 Connections are kept alive, one per thread and host. Messages never show credentials
-(:func:`.urls.redact`).
+(:func:`.urls.redact`). The client is a small HTTP/1.1 one on a socket (:class:`_Conn`): the standard
+library's ``http.client`` brings ``email``, ``ssl`` and IDNA codecs into every process (~30 ms of a
+``--check``), and only HTTPS needs ``ssl``.
 """
 
 from __future__ import annotations
 
-import http.client
 import re
 import socket
 import threading
@@ -41,12 +42,134 @@ _UNSATISFIED = re.compile(r"^bytes \*/(\d+)$")
 _USER_AGENT = "onemodel-view"
 
 
+def _ascii(target: str) -> str:
+    """The request target as ASCII (anything else percent-encoded, as a browser sends it)."""
+    try:
+        target.encode("ascii")
+        return target
+    except UnicodeEncodeError:
+        return urllib.parse.quote(target, safe="/?&=%:@!$'()*+,;~-._")
+
+
 class RangeIgnored(FormatError):
     """The server answered a range request with the whole file (``200``)."""
 
 
 class _Retry(Exception):
     """A transient failure: try again (the message says what)."""
+
+
+class _Broken(Exception):
+    """The connection broke or the server spoke something other than HTTP/1.x."""
+
+
+class _Incomplete(Exception):
+    def __init__(self, partial: bytes) -> None:
+        super().__init__(f"{len(partial)} bytes")
+        self.partial = partial
+
+
+class _Conn:
+    """One HTTP/1.1 connection (plain or TLS), kept alive between requests while the server allows."""
+
+    def __init__(self, scheme: str, host: str, port: int | None, connect_timeout: float, read_timeout: float) -> None:
+        tls = scheme == "https"
+        port = port or (443 if tls else 80)
+        self.host = host if port == (443 if tls else 80) else f"{host}:{port}"
+        if ":" in host and not host.startswith("["):  # an IPv6 literal
+            self.host = f"[{host}]" + ("" if port == (443 if tls else 80) else f":{port}")
+        # an ASCII name as bytes: getaddrinfo would encode a str with the IDNA codec (its import: ~5 ms)
+        sock = socket.create_connection((host.encode() if host.isascii() else host, port), timeout=connect_timeout)
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if tls:
+                import ssl
+
+                sock = ssl.create_default_context().wrap_socket(sock, server_hostname=host)
+            sock.settimeout(read_timeout)
+        except BaseException:
+            sock.close()
+            raise
+        self.sock = sock
+        self.rfile = sock.makefile("rb")
+        self.reusable = True
+
+    def request(self, target: str, headers: dict) -> "_Response":
+        lines = [f"GET {target} HTTP/1.1", f"Host: {self.host}", *(f"{k}: {v}" for k, v in headers.items())]
+        self.sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
+        status_line = self.rfile.readline(65537)
+        if not status_line:
+            raise _Broken("the server closed the connection")
+        m = re.match(rb"HTTP/1\.[01] (\d{3})(?: ([^\r\n]*))?\r?\n$", status_line)
+        if m is None:
+            raise _Broken("not an HTTP/1.x answer")
+        hdrs: dict[str, str] = {}
+        for _ in range(200):
+            line = self.rfile.readline(65537)
+            if line in (b"\r\n", b"\n"):
+                break
+            if not line or b":" not in line:
+                raise _Broken("bad header line")
+            k, _sep, v = line.decode("latin-1").partition(":")
+            hdrs[k.strip().lower()] = v.strip()
+        else:
+            raise _Broken("too many header lines")
+        if hdrs.get("connection", "").lower() == "close":
+            self.reusable = False
+        return _Response(self, int(m.group(1)), (m.group(2) or b"").decode("latin-1"), hdrs)
+
+    def close(self) -> None:
+        self.reusable = False
+        try:
+            self.rfile.close()
+            self.sock.close()
+        except OSError:
+            pass
+
+
+class _Response:
+    """What :meth:`_Conn.request` returns: status, reason, headers, and the body read by Content-Length."""
+
+    def __init__(self, conn: _Conn, status: int, reason: str, headers: dict) -> None:
+        self.conn, self.status, self.reason, self.headers = conn, status, reason, headers
+        cl = headers.get("content-length", "")
+        self.left = int(cl) if cl.isdigit() else None
+        if self.left is None or "chunked" in headers.get("transfer-encoding", "").lower():
+            self.left = None
+            conn.reusable = False  # the body's end is the connection's
+
+    def getheader(self, name: str, default=None):
+        return self.headers.get(name.lower(), default)
+
+    def read(self, amt: int | None = None) -> bytes:
+        if self.left is None:
+            return self.conn.rfile.read(amt) if amt is not None else self.conn.rfile.read()
+        n = self.left if amt is None else min(amt, self.left)
+        data = self.conn.rfile.read(n)
+        self.left -= len(data)
+        if len(data) < n:
+            self.conn.reusable = False
+            raise _Incomplete(data)
+        return data
+
+    def readinto(self, b: memoryview) -> int:
+        n = self.conn.rfile.readinto(b[: self.left] if self.left is not None else b)
+        if self.left is not None:
+            self.left -= n
+        return n
+
+    def drain(self) -> None:
+        """Done with an answer whose body is not wanted: read a small one (the connection stays), else drop it."""
+        if self.left is not None and self.left <= 65536:
+            try:
+                self.read()
+                return
+            except (_Incomplete, OSError):
+                pass
+        self.conn.reusable = False
+
+    def close(self) -> None:
+        self.conn.close()
 
 
 class HttpSource:
@@ -129,16 +252,15 @@ class HttpSource:
             with self._lock:
                 self.requests += 1
             try:
-                conn.request("GET", target, headers=headers)
-                resp = conn.getresponse()
+                resp = conn.request(_ascii(target), headers)
             except (socket.timeout, TimeoutError) as e:
                 raise _Retry("timed out") from e
-            except (ConnectionError, http.client.HTTPException, OSError) as e:
-                raise _Retry(f"connection failed: {e.__class__.__name__}") from e
+            except (ConnectionError, _Broken, OSError) as e:
+                raise _Retry(f"connection failed: {e}") from e
             status = resp.status
             if status in (301, 302, 303, 307, 308):
                 where = resp.getheader("Location") or ""
-                resp.read()
+                resp.drain()
                 url = urllib.parse.urljoin(url, where)
                 sch = urllib.parse.urlsplit(url).scheme.lower()
                 if sch not in ("http", "https"):
@@ -150,10 +272,10 @@ class HttpSource:
 
     def _answer(self, resp, status: int, start: int, length: int, first: bool, into: memoryview | None = None) -> bytes:
         if status >= 500:
-            resp.read()
+            resp.drain()
             raise _Retry(f"server error {status}")
         if status == 416 and first:
-            resp.read()
+            resp.drain()
             m = _UNSATISFIED.match(resp.getheader("Content-Range") or "")
             if m and int(m.group(1)) == 0:  # an empty file: no range of it exists
                 self._learn(0, resp)
@@ -165,12 +287,12 @@ class HttpSource:
             raise RangeIgnored(Kind.IO, "file", None, f"{self.shown}: the server ignores range requests (it sent the whole "
                                "file); give --download to fetch it once to a temporary file")
         if status != 206:
-            resp.read()
+            resp.drain()
             what = {401: "unauthorized", 403: "forbidden", 404: "not found", 410: "gone", 416: "range not satisfiable"}
             raise FormatError(Kind.IO, "file", None, f"{self.shown}: cannot open: HTTP {status} {what.get(status, resp.reason or '')}".rstrip())
         m = _RANGE.match(resp.getheader("Content-Range") or "")
         if m is None or m.group(3) == "*":
-            resp.read()
+            resp.drain()
             raise FormatError(Kind.IO, "file", None, f"{self.shown}: the server sent no valid Content-Range for bytes "
                               f"{start}..{start + length}")
         lo, hi, total = int(m.group(1)), int(m.group(2)), int(m.group(3))
@@ -180,7 +302,7 @@ class HttpSource:
         else:
             self._same(total, resp)
         if lo != start or hi != start + length - 1:
-            resp.read()
+            resp.drain()
             raise FormatError(Kind.IO, "file", start, f"{self.shown}: asked for bytes {start}..{start + length}, the server "
                               f"sent {lo}..{hi + 1} (wrong Content-Range)")
         declared = resp.getheader("Content-Length")
@@ -193,7 +315,7 @@ class HttpSource:
             return self._read_into(resp, start, length, into)
         try:
             body = resp.read(length + 1) if declared is None else resp.read()
-        except http.client.IncompleteRead as e:
+        except _Incomplete as e:
             raise _Retry(f"the connection closed after {len(e.partial)} of {length} bytes") from e
         except (socket.timeout, TimeoutError) as e:
             raise _Retry("timed out reading the body") from e
@@ -217,7 +339,7 @@ class HttpSource:
                 if not n:
                     break
                 got += n
-        except http.client.IncompleteRead as e:
+        except _Incomplete as e:
             raise _Retry(f"the connection closed after {got + len(e.partial)} of {length} bytes") from e
         except (socket.timeout, TimeoutError) as e:
             raise _Retry("timed out reading the body") from e
@@ -243,31 +365,26 @@ class HttpSource:
         etag, modified = resp.getheader("ETag"), resp.getheader("Last-Modified")
         if total != self.size or (self.etag is not None and etag != self.etag) \
                 or (self.modified is not None and modified != self.modified):
-            resp.read()
+            resp.drain()
             raise FormatError(Kind.IO, "file", None, f"{self.shown}: {CHANGED}")
 
     # -- connections
-    def _connection(self, parts) -> http.client.HTTPConnection:
+    def _connection(self, parts) -> _Conn:
         conns = getattr(self._local, "conns", None)
         if conns is None:
             conns = self._local.conns = {}
         key = (parts.scheme.lower(), parts.hostname, parts.port)
         conn = conns.get(key)
+        if conn is not None and not conn.reusable:
+            conn.close()
+            conn = None
         if conn is None:
-            if parts.scheme.lower() == "https":
-                import ssl
-
-                conn = http.client.HTTPSConnection(parts.hostname, parts.port, timeout=self.connect_timeout,
-                                                   context=ssl.create_default_context())
-            else:
-                conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=self.connect_timeout)
             try:
-                conn.connect()
+                conn = _Conn(parts.scheme.lower(), parts.hostname or "", parts.port, self.connect_timeout, self.read_timeout)
             except (socket.timeout, TimeoutError) as e:
                 raise _Retry("connect timed out") from e
             except OSError as e:
                 raise _Retry(f"cannot connect: {e.strerror or e.__class__.__name__}") from e
-            conn.sock.settimeout(self.read_timeout)
             conns[key] = conn
         return conn
 
