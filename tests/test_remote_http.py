@@ -349,3 +349,22 @@ def test_cli_download_and_deep_flags(srv):
     assert fetched.returncode == 0 and json.loads(fetched.stdout)["valid"] is True
     usage = run("--stats", "--deep", srv.url(SHOWCASE))
     assert usage.returncode == 2 and "--deep goes with --check" in usage.stderr
+
+
+def test_progress_hook_sees_each_bulk_read_end(tmp_path, monkeypatch):
+    """The command line's progress line is told when each bulk read ends (it hides and restores the cursor)."""
+    data = os.urandom(9 << 20)
+    (tmp_path / "blob.bin").write_bytes(data)
+    calls = []
+    monkeypatch.setitem(remote_storage.OPTIONS, "progress", lambda done, total: calls.append((done, total)))
+    with RangeServer(str(tmp_path)) as s:
+        st = remote_storage.open_remote(s.url("blob.bin"))
+        assert st.read(0, len(data)) == data
+        assert calls[0] == (4 << 20, len(data)) and calls[-1] == (len(data), len(data))
+        st.close()
+        calls.clear()
+        st = remote_storage.open_remote(s.url("blob.bin", "etag"))  # every later answer: "the file changed"
+        with pytest.raises(FormatError):
+            st.read(0, len(data))
+        assert calls == [(len(data), len(data))]  # a failed read ends its progress line too
+        st.close()

@@ -43,23 +43,35 @@ def prepare(files: list[str], *, download: bool, deep: bool, progress: bool) -> 
 
 
 def _bar():
-    """A rich progress line on stderr (bytes fetched, rate); returns the ``(nbytes)`` hook."""
+    """A rich progress line on stderr while a bulk read runs (bytes fetched of the read's total, rate);
+    returns the ``(done, total)`` hook. The line goes (and the cursor comes back) when each read ends:
+    the one-shot commands leave with ``os._exit``, which would skip stopping it."""
+    import threading
+
     from rich.console import Console
-    from rich.progress import DownloadColumn, Progress, SpinnerColumn, TextColumn, TransferSpeedColumn
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
 
-    bar = Progress(SpinnerColumn(), TextColumn("fetching"), DownloadColumn(), TransferSpeedColumn(),
+    bar = Progress(TextColumn("fetching"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
                    console=Console(file=sys.stderr), transient=True)
-    task = bar.add_task("fetch", total=None)
-    started: list = []
+    tasks: dict[int, object] = {}
+    lock = threading.Lock()
 
-    def hook(n: int) -> None:
-        if not started:
-            started.append(True)
-            bar.start()
-            import atexit
-
-            atexit.register(bar.stop)
-        bar.advance(task, n)
+    def hook(done: int, total: int) -> None:
+        me = threading.get_ident()
+        with lock:
+            task = tasks.get(me)
+            if done >= total:
+                if task is not None:
+                    bar.remove_task(task)
+                    del tasks[me]
+                    if not tasks:
+                        bar.stop()
+                return
+            if task is None:
+                if not tasks:
+                    bar.start()
+                task = tasks[me] = bar.add_task("fetch", total=total)
+            bar.update(task, completed=done, total=total)
 
     return hook
 

@@ -55,18 +55,21 @@ def download(url: str) -> FileStorage:
                 declared = resp.headers.get("Content-Length")
                 total = int(declared) if declared and declared.isdigit() else None
                 done = 0
-                while True:
-                    try:
-                        chunk = resp.read(CHUNK)
-                    except (OSError, ValueError) as e:
-                        raise FormatError(Kind.IO, "file", None, f"{shown}: the download broke off after {done} bytes") from e
-                    if not chunk:
-                        break
-                    out.write(chunk)
-                    done += len(chunk)
-                    hook = OPTIONS.get("progress")
-                    if hook is not None:
-                        hook(len(chunk))
+                try:
+                    while True:
+                        try:
+                            chunk = resp.read(CHUNK)
+                        except (OSError, ValueError) as e:
+                            raise FormatError(Kind.IO, "file", None, f"{shown}: the download broke off after {done} bytes") from e
+                        if not chunk:
+                            break
+                        out.write(chunk)
+                        done += len(chunk)
+                        if OPTIONS.get("progress") is not None:
+                            OPTIONS["progress"](done, max(total or 0, done + 1))
+                finally:  # the end, completed or not: the progress line goes
+                    if OPTIONS.get("progress") is not None:
+                        OPTIONS["progress"](done, done)
             if total is not None and done != total:
                 raise FormatError(Kind.IO, "file", None, f"{shown}: {done} bytes downloaded, {total} announced")
         storage = DownloadedStorage(tmp, protect=False)

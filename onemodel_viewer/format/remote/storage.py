@@ -87,8 +87,9 @@ class RemoteStorage(Storage):
         self.cache_cap = cache
         self.workers = max(1, workers)
         self.deep = deep
-        self.progress: Callable[[int], None] | None = None
-        """Called with the bytes each piece of a bulk read added (from the reading thread); default ``OPTIONS["progress"]``."""
+        self.progress: Callable[[int, int], None] | None = None
+        """Called ``(done, total)`` after each piece of a bulk read, and ``(total, total)`` when it ends, fetched
+        or not (from the reading thread); default ``OPTIONS["progress"]``."""
         self.cancel = threading.Event()
         self._blocks: OrderedDict[int, bytes] = OrderedDict()
         self._cached = 0
@@ -156,12 +157,14 @@ class RemoteStorage(Storage):
             for lo, hi in pieces:
                 next(fetched)
                 done += hi - lo
+                self._report(done, length)
                 if progress is not None:
                     progress(done, length)
                 if cancel is not None and cancel.is_set():
                     return None
         finally:
             fetched.close()
+            self._report(length, length)
         arr = np.frombuffer(out, dtype=np.uint8)
         arr.flags.writeable = False
         return arr
@@ -248,11 +251,19 @@ class RemoteStorage(Storage):
     def _bulk(self, start: int, end: int) -> bytearray:
         out = bytearray(end - start)
         pieces = [(p, min(p + PIECE, end)) for p in range(start, end, PIECE)]
-        for (lo, hi), _filled in zip(pieces, self._fetch_all(pieces, out, start)):
-            hook = self.progress or OPTIONS.get("progress")
-            if hook is not None:
-                hook(hi - lo)
+        done = 0
+        try:
+            for (lo, hi), _filled in zip(pieces, self._fetch_all(pieces, out, start)):
+                done += hi - lo
+                self._report(done, end - start)
+        finally:
+            self._report(end - start, end - start)
         return out
+
+    def _report(self, done: int, total: int) -> None:
+        hook = self.progress or OPTIONS.get("progress")
+        if hook is not None:
+            hook(done, total)
 
     def _fetch_all(self, ranges: list[tuple[int, int]], out: bytearray | None = None, base: int = 0):
         """The bytes of each range, ``WORKERS`` requests in flight when there are several (yielded in order);
