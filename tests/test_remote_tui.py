@@ -73,3 +73,23 @@ async def test_edit_mode_refuses_a_url(server, monkeypatch):
         await pilot.pause()
         assert app.edit_session is None
         assert any("at a URL" in n for n in notes)
+
+
+async def test_duplicate_keys_found_for_a_remote_file(tmp_path):
+    """The background job read the manifest through ``memoryview(storage.buffer())``, which a remote
+    storage has not: the viewer silently never reported ``duplicate-key`` for a file at a URL."""
+    import json
+
+    from conftest import settle_located
+    from onemodel_viewer.tui.app import make_app
+    from test_reader_util import model, pack, write
+
+    text = json.dumps(model())[:-1].encode() + b',"x":{"k":0,"k":1}}'
+    write(tmp_path, pack(text))
+    [name] = [p.name for p in tmp_path.iterdir()]
+    with RangeServer(str(tmp_path)) as srv:
+        app = make_app(srv.url(name))
+        async with app.run_test(size=(120, 40)) as pilot:
+            await settle_located(pilot)
+            [f] = [f for f in app.document.findings if f.code == "duplicate-key"]
+            assert f.where == "manifest.x.k" and f.offset == 64 + text.rindex(b'"k"') + 4
