@@ -40,7 +40,8 @@ class _Quiet(ThreadingHTTPServer):
 
 
 class RangeServer:
-    def __init__(self, root: str, *, latency: float = 0.0, rate: float | None = None) -> None:
+    def __init__(self, root: str, *, latency: float = 0.0, rate: float | None = None,
+                 tls: tuple[str, str] | None = None) -> None:
         self.root = os.path.abspath(root)
         self.latency = latency
         self.rate = rate
@@ -65,6 +66,14 @@ class RangeServer:
 
         self.httpd = _Quiet(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
+        self.scheme = "http"
+        if tls is not None:  # (certificate file, key file): an https server
+            import ssl
+
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            ctx.load_cert_chain(*tls)
+            self.httpd.socket = ctx.wrap_socket(self.httpd.socket, server_side=True)
+            self.scheme = "https"
         self.port = self.httpd.server_address[1]
         self.thread = threading.Thread(target=self.httpd.serve_forever, name="range-server", daemon=True)
 
@@ -81,7 +90,7 @@ class RangeServer:
 
     def url(self, rel: str, knobs: str = "") -> str:
         rel = rel.replace(os.sep, "/").lstrip("/")
-        return f"http://127.0.0.1:{self.port}/" + "".join(f"~{k}/" for k in knobs.split(",") if k) + rel
+        return f"{self.scheme}://127.0.0.1:{self.port}/" + "".join(f"~{k}/" for k in knobs.split(",") if k) + rel
 
     def reset(self) -> None:
         with self._lock:

@@ -368,3 +368,37 @@ def test_progress_hook_sees_each_bulk_read_end(tmp_path, monkeypatch):
             st.read(0, len(data))
         assert calls == [(len(data), len(data))]  # a failed read ends its progress line too
         st.close()
+
+
+@pytest.fixture(scope="module")
+def certificate(tmp_path_factory):
+    """A self-signed certificate for 127.0.0.1 (openssl's command line), or a skip."""
+    import shutil
+
+    if shutil.which("openssl") is None:
+        pytest.skip("no openssl command")
+    d = tmp_path_factory.mktemp("tls")
+    cert, key = str(d / "cert.pem"), str(d / "key.pem")
+    made = subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert,
+                           "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
+                          capture_output=True, timeout=60)
+    if made.returncode != 0:
+        pytest.skip("openssl could not make a certificate")
+    return cert, key
+
+
+def test_https_with_a_trusted_and_an_untrusted_certificate(certificate, monkeypatch):
+    _fast(monkeypatch)
+    with RangeServer(str(DATA), tls=certificate) as s:
+        url = s.url(SHOWCASE)
+        assert url.startswith("https://")
+        e = _io(url)  # not signed by anything this machine trusts
+        assert "cannot connect" in e.message and "attempts" in e.message
+        monkeypatch.setenv("SSL_CERT_FILE", certificate[0])
+        doc = reader.open_path(url, "strict")
+        local = reader.open_path(str(DATA / SHOWCASE), "strict")
+        big = max(all_tensors(doc.model), key=lambda t: t.length)
+        lt = next(t for t in all_tensors(local.model) if t.where == big.where)
+        assert bytes(big.raw()) == bytes(lt.raw())
+        doc.close()
+        local.close()
