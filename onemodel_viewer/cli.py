@@ -57,6 +57,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="split weights over LOCATION, LOCATION.1... each at most SIZE (1MiB, 2G...) unless one tensor is larger")
     ex.add_argument("--keep-external", action="store_true",
                     help="tensors already external in an .onnx SRC keep pointing at their files; the others go to DST.data")
+    p.add_argument("--download", action="store_true", help="a URL whose server ignores Range: fetch it once to a temporary file")
+    p.add_argument("--deep", action="store_true", help="--check of a URL: fetch padding and unowned bytes for their findings too")
     p.add_argument("files", nargs="*", metavar="FILE")
     from . import __version__
 
@@ -131,6 +133,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.depth is not None and not args.graph:
         parser.error("--depth goes with --graph")
     export_options = _export_options(parser, args)
+    if args.deep and not args.check:
+        parser.error("--deep goes with --check")
+    if any("://" in f for f in files):  # URLs: format/remote (fsspec for s3, gs, hf) is imported for them only
+        from .commands.remote import prepare
+
+        if prepare(files, download=args.download, deep=args.deep,
+                   progress=bool(args.diff or args.stats or args.convert or args.export or args.extract)):
+            return 1
 
     try:
         if args.check:

@@ -86,7 +86,11 @@ def check_file(path: str, keep: list | None = None) -> CheckResult:
     """
     from ..format.reader import open_with_manifest
 
-    result = CheckResult(path)
+    remote = "://" in path
+    if remote:  # a URL: shown without its credentials (format/remote is imported for URLs only)
+        from ..format.remote.urls import redact
+
+    result = CheckResult(redact(path) if remote else path)
     try:
         doc, parsed = open_with_manifest(path, mode="diagnose")
     except FormatError as e:  # the ONNX importer may raise even in diagnose mode
@@ -108,7 +112,14 @@ def check_file(path: str, keep: list | None = None) -> CheckResult:
                 from ..format.onnx.checker import checker_problems
 
                 external = bool(doc.external_files) or any(".external_data" in p.where for p in doc.problems)
-                result.problems.extend(checker_problems(path, external))
+                if remote:
+                    from ..format.remote.onnx_check import remote_checker
+
+                    problems, findings = remote_checker(path, external)
+                    result.problems.extend(problems)
+                    result.findings.extend(findings)
+                else:
+                    result.problems.extend(checker_problems(path, external))
         else:
             from ..analysis.layout.onemodel import all_findings
 

@@ -115,7 +115,10 @@ class _Scanner:
             return
         try:
             storage.check()
-            if getattr(storage, "mapped", False) and getattr(storage, "path", None):
+            if getattr(storage, "remote", False):  # a URL: scanned only when asked (--check --deep)
+                self.buf = storage.buffer() if storage.deep else None  # slices are memoryviews
+                self.size = storage.size if storage.deep else 0
+            elif getattr(storage, "mapped", False) and getattr(storage, "path", None):
                 self.fd = os.open(storage.path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
                 self.size = storage.size
             else:

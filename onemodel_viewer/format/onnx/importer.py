@@ -76,6 +76,7 @@ class _Importer:
         self.raw_spans: dict[int, tuple[int, int]] = raw_spans or {}
         self.raw_storage = raw_storage
         self.path = path
+        self.remote = "://" in path and getattr(raw_storage, "remote", False)
         self.base = os.path.dirname(os.path.abspath(path))
         self.strict = mode == "strict"
         self.problems: list[Problem] = []
@@ -287,12 +288,18 @@ class _Importer:
             self.problem(Kind.INVALID_MODEL, w + ".length", f"{length} bytes of external data, {expected} expected from dims and dtype")
             return empty()
         if loc not in self.located:
-            self.located[loc] = locate(self.path, loc)
+            self.located[loc] = self.locate(loc)
         full, why = self.located[loc]
         if full is None:
             self.problem(Kind.MALFORMED, w + ".location", why, file=loc)
             return empty()
         storage = self.storages.get(full)
+        if storage is None and self.remote:
+            from ..remote import open_external
+
+            storage = open_external(self, full, loc, w)
+            if storage is None:
+                return empty()
         if storage is None:
             try:
                 st = os.stat(full)
@@ -316,18 +323,24 @@ class _Importer:
             self.problem(Kind.MALFORMED, w + ".offset", f"external data range {offset}+{length} outside {loc!r} ({storage.size} bytes)",
                          offset, file=loc)
             return empty()
-        if "checksum" in kv:
+        if "checksum" in kv and (not self.remote or storage.deep):  # remote: fetched whole with --deep only
             self.checksum(kv["checksum"], full, loc, w)
         self.refs.append(ExternalRef(where, name, loc, full, offset, length))
         if length == 0:
             return empty()
         return Tensor(name, dtype, dims, doc, 0, length, offset, storage, where=where)
 
+    def locate(self, loc: str) -> tuple[str | None, str]:
+        """A path beside the model, or for a model at a URL a URL beside it (same rules: :func:`..remote.urls.relative`)."""
+        from ..remote.urls import relative  # stdlib only
+
+        return relative(self.path, loc) if self.remote else locate(self.path, loc)
+
     def checksum(self, want: str, full: str, loc: str, w: str) -> None:
         """``checksum-mismatch`` when the SHA-1 of the location's file is not ``want`` (computed once per file)."""
         have = self.sha1.get(full)
         if have is None:
-            have = self.sha1[full] = sha1_of(full) or ""
+            have = self.sha1[full] = (self.storages[full].sha1() if self.remote else sha1_of(full)) or ""
         if have != want.strip().lower() and (full, want) not in self.checked:
             self.checked.add((full, want))
             self.findings.append(Finding("checksum-mismatch", w + ".checksum", None,
@@ -499,7 +512,7 @@ def _resolve(model: Model, imp: _Importer) -> None:
     imp.findings.extend(report.findings)
 
 
-def import_onnx(path: str | os.PathLike, mode: str = "strict") -> Document:
+def import_onnx(path: str | os.PathLike, mode: str = "strict", storage=None) -> Document:
     """Open an ONNX file as a :class:`Document` (source ``"onnx"``).
 
     ``strict`` raises the first problem as :class:`FormatError`; ``diagnose``
@@ -511,12 +524,12 @@ def import_onnx(path: str | os.PathLike, mode: str = "strict") -> Document:
         raise ValueError(f"mode must be 'strict' or 'diagnose', not {mode!r}")
     path = os.fspath(path)
     if mode == "strict":
-        return _import(path, mode)
+        return _import(path, mode, storage)
     try:
-        return _import(path, mode)
+        return _import(path, mode, storage)
     except FormatError as e:  # nothing sound could be read: a document holding the one problem
         try:
-            size = os.path.getsize(path)
+            size = storage.size if storage is not None else os.path.getsize(path)
         except OSError:
             size = 0
         return Document(path, "onnx", size, problems=[e.problem])
@@ -553,8 +566,9 @@ def _model_proto_class():
     return _PROTO_MODULE[0].ModelProto
 
 
-def _import(path: str, mode: str) -> Document:
-    storage = FileStorage(path)  # FormatError(Io) when it cannot be read; mapped when >= 1 MiB
+def _import(path: str, mode: str, storage=None) -> Document:
+    if storage is None:  # a URL's storage comes open (:mod:`..remote`)
+        storage = FileStorage(path)  # FormatError(Io) when it cannot be read; mapped when >= 1 MiB
     size = storage.size
     buf = storage.buffer()
     stripped = strip_initializer_data(buf)

@@ -39,7 +39,8 @@ def open_ort(path: str, mode: str, storage: FileStorage, report, resolve) -> Doc
 
 
 def _read(doc: Document, storage: FileStorage, report, resolve) -> None:
-    buf = storage.buffer()
+    # a remote file (format/remote) is fetched whole, in parallel: the walk needs a buffer for struct
+    buf = storage.read(0, storage.size) if getattr(storage, "remote", False) else storage.buffer()
     size = storage.size
     walker = Walker(buf, size, report)
     facts = OrtFacts()

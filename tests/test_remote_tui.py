@@ -1,0 +1,95 @@
+"""The viewer on a file at a URL: the first screen without a tensor byte, statistics on demand.
+
+Requests and bytes are counted on the loopback range server (``tests/remote_server.py``).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from onemodel_viewer.tui.widgets.stats_panel import StatsPanel
+from onemodel_viewer.tui.widgets.structure_tree import StructureTree
+
+sys.path.insert(0, str(Path(__file__).parent))
+from remote_server import RangeServer  # noqa: E402
+
+DATA = Path(__file__).resolve().parent.parent / "testdata"
+SHOWCASE = "valid/showcase.onemodel"
+
+
+@pytest.fixture(scope="module")
+def server():
+    with RangeServer(str(DATA)) as srv:
+        yield srv
+
+
+def _plain(r) -> str:
+    return getattr(r, "plain", str(r))
+
+
+async def test_first_screen_fetches_no_tensor_byte(server):
+    from conftest import settle_located
+    from onemodel_viewer.tui.app import make_app
+
+    server.reset()
+    url = server.url(SHOWCASE).replace("http://", "http://user:pw@") + "?token=secret"
+    app = make_app(url)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle_located(pilot)
+        info = _plain(app.query_one("#infobar").render())
+        assert "127.0.0.1" in info and "secret" not in info and "pw" not in info
+        tree = app.query_one(StructureTree)
+        assert [n.label.plain.split()[0] for n in tree.root.children][:3] == ["header", "model", "graph"]
+        doc = app.document
+        st = server.stats()
+        # the open: one request, the first MiB (header + manifest); then, in the background, only the
+        # small tensors shape inference reads (the issue's budget: the manifest + 1 MiB, 3 requests)
+        assert server.log[0][1] == "bytes=0-1048575"
+        assert st["requests"] <= 3 and st["bytes"] <= sum(doc.manifest_span) + (1 << 20)
+        # statistics of a tensor past the first MiB: fetched on demand
+        t = max(doc.model.graph.initializers, key=lambda t: t.file_offset + t.length)
+        assert t.file_offset + t.length > 1 << 20
+        app.reveal(t.where)
+        await settle_located(pilot)
+        panel = app.query_one(StatsPanel)
+        assert panel.state == "done" and "min" in panel.summary_text()
+        assert server.stats()["requests"] >= 2
+
+
+async def test_edit_mode_refuses_a_url(server, monkeypatch):
+    """Edit mode would have opened the URL as a local path for its overlay (and failed with a path error)."""
+    from conftest import settle_located
+    from onemodel_viewer.tui.app import make_app
+
+    app = make_app(server.url(SHOWCASE))
+    notes = []
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle_located(pilot)
+        monkeypatch.setattr(app, "notify", lambda msg, **kw: notes.append(msg))
+        app.action_edit()
+        await pilot.pause()
+        assert app.edit_session is None
+        assert any("at a URL" in n for n in notes)
+
+
+async def test_duplicate_keys_found_for_a_remote_file(tmp_path):
+    """The background job read the manifest through ``memoryview(storage.buffer())``, which a remote
+    storage has not: the viewer silently never reported ``duplicate-key`` for a file at a URL."""
+    import json
+
+    from conftest import settle_located
+    from onemodel_viewer.tui.app import make_app
+    from test_reader_util import model, pack, write
+
+    text = json.dumps(model())[:-1].encode() + b',"x":{"k":0,"k":1}}'
+    write(tmp_path, pack(text))
+    [name] = [p.name for p in tmp_path.iterdir()]
+    with RangeServer(str(tmp_path)) as srv:
+        app = make_app(srv.url(name))
+        async with app.run_test(size=(120, 40)) as pilot:
+            await settle_located(pilot)
+            [f] = [f for f in app.document.findings if f.code == "duplicate-key"]
+            assert f.where == "manifest.x.k" and f.offset == 64 + text.rindex(b'"k"') + 4
