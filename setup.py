@@ -8,7 +8,7 @@ setup(
             "onemodel_viewer.analysis.ckernels",
             ["onemodel_viewer/analysis/ckernels.c"],
             # no FMA contraction and no fast-math: the kernels' figures must be the same bits on every machine
-            extra_compile_args=["-O3", "-ffp-contract=off", "-fno-fast-math"],
+            extra_compile_args=["-O3", "-ffp-contract=off", "-fno-fast-math", "-Wno-psabi"],
             optional=True,  # no compiler: the install still works and the numpy code runs instead
         )
     ]

@@ -21,6 +21,34 @@ enum { K_F16, K_BF16, K_F32, K_F64, K_I8, K_U8, K_I16, K_U16, K_I32, K_U32, K_I6
 static const int ITEM[K_COUNT] = {2, 2, 4, 8, 1, 1, 2, 2, 4, 4, 8, 8};
 
 #define LANES 8
+
+/* The hot loops are built twice on x86-64 Linux (AVX2 and the baseline), picked at load time. The figures
+   are the same bits either way: the lanes fix the order of every sum, FMA contraction is off
+   (-ffp-contract=off) and float<->double conversions, +, -, *, / are correctly rounded on both. */
+#if defined(__GNUC__) && defined(__x86_64__) && defined(__linux__) && !defined(__clang__)
+#define HOT __attribute__((target_clones("avx2", "default")))
+#else
+#define HOT
+#endif
+
+/* Vectors of the generic kind (GCC/clang): element-wise IEEE operations, so every lane's order is the
+   source's whatever the instruction set. A lane of a LANES-wide sum holds the elements i ≡ lane (mod LANES). */
+typedef float v4f __attribute__((vector_size(16)));
+typedef int32_t v4i __attribute__((vector_size(16)));
+typedef double v4d __attribute__((vector_size(32)));
+typedef int64_t v4l __attribute__((vector_size(32)));
+
+static inline v4f ld4f(const float *p) { v4f v; memcpy(&v, p, 16); return v; }
+static inline v4d ld4d(const double *p) { v4d v; memcpy(&v, p, 32); return v; }
+static inline v4f sel4f(v4i m, v4f a, v4f b) { return (v4f)(((v4i)a & m) | ((v4i)b & ~m)); }
+static inline v4d sel4d(v4l m, v4d a, v4d b) { return (v4d)(((v4l)a & m) | ((v4l)b & ~m)); }
+static inline v4d abs4d(v4d a) { const v4l k = {INT64_MAX, INT64_MAX, INT64_MAX, INT64_MAX}; return (v4d)((v4l)a & k); }
+static inline double hsum4d(v4d a, v4d b) { /* lanes 0..7 in order */
+    double t = 0;
+    for (int j = 0; j < 4; j++) t += a[j];
+    for (int j = 0; j < 4; j++) t += b[j];
+    return t;
+}
 #define TILE 256 /* elements summed in LANES lanes before the lanes go into the running sums */
 #define TILES 256 /* tiles added up before that sum goes into the total: three levels, error ~ eps * (32 + 256 + n / 2^16) */
 
@@ -263,6 +291,80 @@ typedef struct {
         CENTRED(LOAD, 1);                                                                         \
     } while (0)
 
+/* The fast path of float32 figures: tiles of TILE values copied to L1, each summed in 8 lanes, its mean taken
+   and its squared deviations summed (two passes over L1, one over memory), the tiles merged in order with
+   Chan's formula. Returns 0 when the block holds a NaN or an infinity (the caller's slow path). */
+static HOT int figs_fast_f32(const unsigned char *p, Py_ssize_t n, Figs *f) {
+    float buf[TILE] __attribute__((aligned(32)));
+    const v4f zero = {0, 0, 0, 0};
+    v4f lo0 = zero + INFINITY, lo1 = lo0, hi0 = -lo0, hi1 = hi0;
+    int64_t zeros = 0;
+    double na = 0, ma = 0, m2a = 0;
+    for (Py_ssize_t t = 0; t < n; t += TILE) {
+        int m = n - t < TILE ? (int)(n - t) : TILE;
+        memcpy(buf, p + t * 4, (size_t)m * 4);
+        int full = m - m % 8;
+        v4i z0 = {0}, z1 = {0};
+        v4d s0 = {0}, s1 = {0};
+        for (int i = 0; i < full; i += 8) {
+            v4f a = ld4f(buf + i), b = ld4f(buf + i + 4);
+            lo0 = sel4f(a < lo0, a, lo0); lo1 = sel4f(b < lo1, b, lo1);
+            hi0 = sel4f(a > hi0, a, hi0); hi1 = sel4f(b > hi1, b, hi1);
+            z0 -= a == zero; z1 -= b == zero;
+            s0 += __builtin_convertvector(a, v4d); s1 += __builtin_convertvector(b, v4d);
+        }
+        for (int j = 0; j < 4; j++) zeros += z0[j] + z1[j];
+        double ts = hsum4d(s0, s1); /* NaN or infinite exactly when the tile holds a NaN or an infinity */
+        int32_t nb = 0;
+        for (int i = full; i < m; i++) {
+            float v = buf[i];
+            lo0[0] = v < lo0[0] ? v : lo0[0];
+            hi0[0] = v > hi0[0] ? v : hi0[0];
+            zeros += v == 0;
+            nb += !(v - v == 0);
+            ts += (double)v;
+        }
+        if (nb || !isfinite(ts)) return 0;
+        double mt = ts / m;
+        v4d sd0 = {0}, sd1 = {0}, dd0 = {0}, dd1 = {0};
+        for (int i = 0; i < full; i += 8) {
+            v4d d0 = __builtin_convertvector(ld4f(buf + i), v4d) - mt;
+            v4d d1 = __builtin_convertvector(ld4f(buf + i + 4), v4d) - mt;
+            sd0 += d0; sd1 += d1; dd0 += d0 * d0; dd1 += d1 * d1;
+        }
+        double tsd = hsum4d(sd0, sd1), tdd = hsum4d(dd0, dd1);
+        for (int i = full; i < m; i++) {
+            double d = (double)buf[i] - mt;
+            tsd += d;
+            tdd += d * d;
+        }
+        double mb = mt + tsd / m, m2b = tdd - tsd * tsd / m;
+        if (na == 0) { na = m; ma = mb; m2a = m2b; }
+        else {
+            double tot = na + m, delta = mb - ma;
+            ma = ma + delta * m / tot;
+            m2a = m2a + m2b + delta * delta * na * m / tot;
+            na = tot;
+        }
+    }
+    float tl = lo0[0], th = hi0[0];
+    for (int j = 0; j < 4; j++) {
+        tl = lo0[j] < tl ? lo0[j] : tl; tl = lo1[j] < tl ? lo1[j] : tl;
+        th = hi0[j] > th ? hi0[j] : th; th = hi1[j] > th ? hi1[j] : th;
+    }
+    f->n = n; f->zeros = zeros; f->flo = tl; f->fhi = th; f->any = 1;
+    f->s = ma * na;
+    if (!isfinite(f->s) || !isfinite(ma)) { f->s = NAN; f->m2 = INFINITY; }
+    else f->m2 = isfinite(m2a) ? (m2a > 0 ? m2a : 0.0) : INFINITY;
+    return 1;
+}
+
+/* The same for float64, on the scalar lanes (float64 tensors are rare in models). */
+static int figs_fast_f64(const unsigned char *p, Py_ssize_t n, Figs *f) {
+    (void)p; (void)n; (void)f;
+    return 0;
+}
+
 #define L_I8(q) ((int8_t)(q)[0])
 #define L_U8(q) ((uint8_t)(q)[0])
 #define L_I16(q) ((int16_t)ld16(q))
@@ -277,8 +379,8 @@ static void figures(const unsigned char *p, Py_ssize_t n, int kind, Figs *f) {
     f->flo = f->fhi = 0.0;
     if (n == 0) return;
     switch (kind) {
-    case K_F32: FLOAT_FIGS(float, ldf, (double)FLT_MAX); break;
-    case K_F64: FLOAT_FIGS(double, ldd, DBL_MAX); break;
+    case K_F32: if (!figs_fast_f32(p, n, f)) FLOAT_FIGS(float, ldf, (double)FLT_MAX); break;
+    case K_F64: if (!figs_fast_f64(p, n, f)) FLOAT_FIGS(double, ldd, DBL_MAX); break;
     case K_I8: INT_FIGS(int8_t, L_I8, ilo, ihi); break;
     case K_U8: INT_FIGS(uint8_t, L_U8, ulo, uhi); break;
     case K_I16: INT_FIGS(int16_t, L_I16, ilo, ihi); break;
@@ -338,9 +440,46 @@ static PyObject *k_figures(PyObject *self, PyObject *args) {
             T v = LOAD(p + i * W);                                                                \
             if (!(FIN)) continue;                                                                 \
             unsigned idx = (unsigned)(unsigned char)(BIN);                                        \
-            c[idx < 34 ? idx : 33]++;                                                             \
+            c[i & 3][idx < 34 ? idx : 33]++;                                                      \
         }                                                                                         \
     } while (0)
+
+/* float32 data binned in float32 (mode 0): tiles whose values are all finite are binned four at a time
+   (the same float32 operations), the bins counted in four tables (no wait on one counter). */
+static HOT void hist_f32(const unsigned char *p, Py_ssize_t n, float lo32, float norm32, int64_t c[4][40]) {
+    float buf[TILE] __attribute__((aligned(32)));
+    int32_t idx[TILE] __attribute__((aligned(32)));
+    const v4f zero = {0, 0, 0, 0};
+    for (Py_ssize_t t = 0; t < n; t += TILE) {
+        int m = n - t < TILE ? (int)(n - t) : TILE;
+        memcpy(buf, p + t * 4, (size_t)m * 4);
+        if (m == TILE) {
+            v4i bad = {0};
+            for (int i = 0; i < TILE; i += 4) {
+                v4f v = ld4f(buf + i);
+                bad -= (v - v) != zero;
+                v4f x = (v - lo32) * norm32;
+                v4i k = __builtin_convertvector(x, v4i);
+                memcpy(idx + i, &k, 16);
+            }
+            if ((bad[0] | bad[1] | bad[2] | bad[3]) == 0) {
+                for (int i = 0; i < TILE; i += 4) {
+                    c[0][(uint32_t)idx[i] < 34 ? idx[i] : 33]++;
+                    c[1][(uint32_t)idx[i + 1] < 34 ? idx[i + 1] : 33]++;
+                    c[2][(uint32_t)idx[i + 2] < 34 ? idx[i + 2] : 33]++;
+                    c[3][(uint32_t)idx[i + 3] < 34 ? idx[i + 3] : 33]++;
+                }
+                continue;
+            }
+        }
+        for (int i = 0; i < m; i++) {
+            float v = buf[i];
+            if (!isfinite(v)) continue;
+            unsigned k = (unsigned)(unsigned char)((v - lo32) * norm32);
+            c[i & 3][k < 34 ? k : 33]++;
+        }
+    }
+}
 
 static inline unsigned char bin64(double x, int wide, double lo, double norm, double hi) {
     double t;
@@ -374,10 +513,10 @@ static PyObject *k_hist32(PyObject *self, PyObject *args) {
     int64_t *acc = (int64_t *)out.buf;
     int wide = mode == 2;
     Py_BEGIN_ALLOW_THREADS
-    int64_t c[34] = {0};
+    int64_t c[4][40];
+    memset(c, 0, sizeof c);
     if (mode == 0) {
-        float lo32 = (float)lo, norm32 = (float)norm;
-        HIST_LOOP(float, ldf, isfinite(v), (v - lo32) * norm32);
+        hist_f32(p, n, (float)lo, (float)norm, c);
     } else {
         switch (kind) {
         case K_F32: HIST_LOOP(float, ldf, isfinite(v), bin64((double)v, wide, lo, norm, hi)); break;
@@ -392,8 +531,9 @@ static PyObject *k_hist32(PyObject *self, PyObject *args) {
         case K_U64: HIST_LOOP(uint64_t, L_U64, 1, bin64((double)v, wide, lo, norm, hi)); break;
         }
     }
-    for (int k = 0; k < 31; k++) acc[k] += c[k];
-    acc[31] += c[31] + c[32];
+    for (int k = 0; k < 33; k++) c[0][k] += c[1][k] + c[2][k] + c[3][k];
+    for (int k = 0; k < 31; k++) acc[k] += c[0][k];
+    acc[31] += c[0][31] + c[0][32];
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&in);
     PyBuffer_Release(&out);
@@ -408,61 +548,118 @@ typedef struct {
     uint64_t imax; /* integers: largest |b - a| */
 } Diff;
 
-/* Float pairs: bit patterns compared; sums over the pairs where both sides are finite, in float64. */
-#define FLOAT_DIFF(BITS_T, LDB, TOF, FINB)                                                        \
+/* The tile loop of the float diff: bit patterns compared and checked for NaN/Inf in integers, the tile
+   widened to double (exactly) when every pair is finite, then summed in LANES lanes per tile; a tile holding a
+   non-finite pair goes through the scalar loop. Sums in three levels (Acc). */
+/* One vector of 4 pairs into lanes-vector H (0: lanes 0-3, 1: lanes 4-7). */
+#define DIFF_STEP(H, I)                                                                           \
     do {                                                                                          \
-        const Py_ssize_t W = sizeof(BITS_T);                                                      \
-        double aa[LANES] = {0}, bb[LANES] = {0}, ab[LANES] = {0}, dd[LANES] = {0}, sa[LANES] = {0}; \
-        double mx[LANES] = {0}, mr[LANES] = {0};                                                  \
-        int64_t ne[LANES] = {0}, fin[LANES] = {0};                                                \
-        int any_rel = 0;                                                                          \
-        for (Py_ssize_t i = 0; i < n; i += 1024) {                                                \
-            Py_ssize_t e = n - i < 1024 ? n : i + 1024;                                           \
-            int64_t bad = 0, cnt = 0;                                                             \
-            for (Py_ssize_t k = i; k < e; k++) {                                                  \
-                BITS_T ua = LDB(pa + k * W), ub = LDB(pb + k * W);                                \
-                bad += !(FINB(ua)) | !(FINB(ub));                                                 \
-                cnt += ua != ub;                                                                  \
-            }                                                                                     \
-            if (cnt && r->first < 0)                                                              \
-                for (Py_ssize_t k = i; k < e; k++)                                                \
-                    if (LDB(pa + k * W) != LDB(pb + k * W)) { r->first = k; break; }              \
-            r->differing += cnt;                                                                  \
-            Py_ssize_t k = i;                                                                     \
-            if (!bad) {                                                                           \
-                for (; k + LANES <= e; k += LANES)                                                \
-                    for (int j = 0; j < LANES; j++) {                                             \
-                        double a = (double)TOF(LDB(pa + (k + j) * W));                            \
-                        double b = (double)TOF(LDB(pb + (k + j) * W));                            \
-                        double d = b - a, ad = fabs(d), m = fmax(fabs(a), fabs(b));               \
-                        aa[j] += a * a; bb[j] += b * b; ab[j] += a * b; dd[j] += d * d;           \
-                        sa[j] += ad; mx[j] = ad > mx[j] ? ad : mx[j];                             \
-                        double rel = m > 0 ? ad / m : 0.0;                                        \
-                        mr[j] = rel > mr[j] ? rel : mr[j];                                        \
-                        any_rel |= m > 0;                                                         \
-                    }                                                                             \
-                fin[0] += k - i;                                                                  \
-            }                                                                                     \
-            for (; k < e; k++) {                                                                  \
-                BITS_T ua = LDB(pa + k * W), ub = LDB(pb + k * W);                                \
-                if (!(FINB(ua)) || !(FINB(ub))) { r->nonfinite++; continue; }                     \
-                double a = (double)TOF(ua), b = (double)TOF(ub);                                  \
-                double d = b - a, ad = fabs(d), m = fmax(fabs(a), fabs(b));                       \
-                aa[0] += a * a; bb[0] += b * b; ab[0] += a * b; dd[0] += d * d;                   \
-                sa[0] += ad; mx[0] = ad > mx[0] ? ad : mx[0];                                     \
-                if (m > 0) { double rel = ad / m; mr[0] = rel > mr[0] ? rel : mr[0]; any_rel = 1; } \
-                fin[0]++;                                                                         \
-            }                                                                                     \
-        }                                                                                         \
-        (void)ne;                                                                                 \
-        for (int j = 0; j < LANES; j++) {                                                         \
-            r->aa += aa[j]; r->bb += bb[j]; r->ab += ab[j]; r->dd += dd[j]; r->sabs += sa[j];     \
-            r->max_abs = mx[j] > r->max_abs ? mx[j] : r->max_abs;                                 \
-            r->max_rel = mr[j] > r->max_rel ? mr[j] : r->max_rel;                                 \
-            r->finite += fin[j];                                                                  \
-        }                                                                                         \
-        if (!any_rel) r->max_rel = NAN;                                                           \
+        v4d a = ld4d(da + (I)), b = ld4d(db + (I)), d = b - a;                                    \
+        v4d ad = abs4d(d), xa = abs4d(a), xb = abs4d(b), mg = sel4d(xa > xb, xa, xb);             \
+        vaa##H += a * a; vbb##H += b * b; vab##H += a * b; vdd##H += d * d; vsa##H += ad;         \
+        vmx##H = sel4d(ad > vmx##H, ad, vmx##H);                                                  \
+        v4d rel = ad / mg; /* 0/0: NaN, never greater */                                          \
+        vmr##H = sel4d(rel > vmr##H, rel, vmr##H);                                                \
+        ra##H -= mg > zd;                                                                         \
     } while (0)
+
+#define FAST_DIFF(NAME, BITS_T, MASK, WIDEN)                                                      \
+static HOT void NAME(const unsigned char *pa, const unsigned char *pb, Py_ssize_t n, Diff *r) {   \
+    BITS_T ua[TILE], ub[TILE];                                                                    \
+    double da[TILE], db[TILE];                                                                    \
+    Acc aa = {{0}}, bb = {{0}}, ab = {{0}}, dd = {{0}}, sa = {{0}};                               \
+    double mx[LANES] = {0}, mr[LANES] = {0};                                                      \
+    v4d vmx0 = {0}, vmx1 = {0}, vmr0 = {0}, vmr1 = {0};                                           \
+    int64_t rel_any = 0, fin = 0;                                                                 \
+    for (Py_ssize_t t = 0; t < n; t += TILE) {                                                    \
+        int m = n - t < TILE ? (int)(n - t) : TILE;                                               \
+        memcpy(ua, pa + t * (Py_ssize_t)sizeof(BITS_T), (size_t)m * sizeof(BITS_T));              \
+        memcpy(ub, pb + t * (Py_ssize_t)sizeof(BITS_T), (size_t)m * sizeof(BITS_T));              \
+        int32_t ne = 0, bad = 0;                                                                  \
+        v4d vaa0 = {0}, vaa1 = {0}, vbb0 = {0}, vbb1 = {0}, vab0 = {0}, vab1 = {0};               \
+        v4d vdd0 = {0}, vdd1 = {0}, vsa0 = {0}, vsa1 = {0};                                       \
+        for (int i = 0; i < m; i++) {                                                             \
+            ne += ua[i] != ub[i];                                                                 \
+            bad += ((ua[i] & MASK) == MASK) | ((ub[i] & MASK) == MASK);                           \
+        }                                                                                         \
+        if (ne && r->first < 0)                                                                   \
+            for (int i = 0; i < m; i++)                                                           \
+                if (ua[i] != ub[i]) { r->first = t + i; break; }                                  \
+        r->differing += ne;                                                                       \
+        WIDEN(ua, da, m);                                                                         \
+        WIDEN(ub, db, m);                                                                         \
+        if (!bad && m == TILE) {                                                                  \
+            v4l ra0 = {0}, ra1 = {0};                                                             \
+            const v4d zd = {0, 0, 0, 0};                                                          \
+            for (int i = 0; i < TILE; i += 8) {                                                   \
+                DIFF_STEP(0, i); DIFF_STEP(1, i + 4);                                             \
+            }                                                                                     \
+            for (int j = 0; j < 4; j++) rel_any -= ra0[j] + ra1[j];                               \
+            fin += TILE;                                                                          \
+        } else {                                                                                  \
+            for (int i = 0; i < m; i++) {                                                         \
+                if ((ua[i] & MASK) == MASK || (ub[i] & MASK) == MASK) { r->nonfinite++; continue; } \
+                double a = da[i], b = db[i], d = b - a;                                           \
+                double ad = fabs(d), xa = fabs(a), xb = fabs(b), mg = xa > xb ? xa : xb;          \
+                aa.lane[0] += a * a; bb.lane[0] += b * b; ab.lane[0] += a * b;                    \
+                dd.lane[0] += d * d; sa.lane[0] += ad;                                            \
+                mx[0] = ad > mx[0] ? ad : mx[0];                                                  \
+                if (mg > 0) { double rel = ad / mg; mr[0] = rel > mr[0] ? rel : mr[0]; rel_any++; } \
+                fin++;                                                                            \
+            }                                                                                     \
+        }                                                                                         \
+        for (int j = 0; j < 4; j++) {                                                             \
+            aa.lane[j] += vaa0[j]; aa.lane[j + 4] += vaa1[j]; bb.lane[j] += vbb0[j]; bb.lane[j + 4] += vbb1[j]; \
+            ab.lane[j] += vab0[j]; ab.lane[j + 4] += vab1[j]; dd.lane[j] += vdd0[j]; dd.lane[j + 4] += vdd1[j]; \
+            sa.lane[j] += vsa0[j]; sa.lane[j + 4] += vsa1[j];                                     \
+        }                                                                                         \
+        acc_tile_end(&aa); acc_tile_end(&bb); acc_tile_end(&ab); acc_tile_end(&dd); acc_tile_end(&sa); \
+    }                                                                                             \
+    r->aa = acc_total(&aa); r->bb = acc_total(&bb); r->ab = acc_total(&ab);                       \
+    r->dd = acc_total(&dd); r->sabs = acc_total(&sa); r->finite = fin;                            \
+    for (int j = 0; j < 4; j++) {                                                                 \
+        mx[j] = vmx0[j] > mx[j] ? vmx0[j] : mx[j]; mx[j + 4] = vmx1[j] > mx[j + 4] ? vmx1[j] : mx[j + 4]; \
+        mr[j] = vmr0[j] > mr[j] ? vmr0[j] : mr[j]; mr[j + 4] = vmr1[j] > mr[j + 4] ? vmr1[j] : mr[j + 4]; \
+    }                                                                                             \
+    for (int j = 0; j < LANES; j++) {                                                             \
+        r->max_abs = mx[j] > r->max_abs ? mx[j] : r->max_abs;                                     \
+        r->max_rel = mr[j] > r->max_rel ? mr[j] : r->max_rel;                                     \
+    }                                                                                             \
+    if (!rel_any) r->max_rel = NAN;                                                               \
+}
+
+/* Widen a tile to double. float16: exponent and mantissa moved up and rescaled by 2^112 (exact, subnormals
+   too), the sign put back; NaN/Inf come out as large finite numbers, which the caller skips. */
+static inline void widen_f16(const uint16_t *u, double *d, int m) {
+    for (int i = 0; i < m; i++) {
+        uint32_t w = (uint32_t)(u[i] & 0x7fffu) << 13;
+        float f;
+        memcpy(&f, &w, 4);
+        f *= 5.192296858534828e+33f;
+        d[i] = (u[i] & 0x8000u) ? -(double)f : (double)f;
+    }
+}
+static inline void widen_bf16(const uint16_t *u, double *d, int m) {
+    for (int i = 0; i < m; i++) {
+        uint32_t w = (uint32_t)u[i] << 16;
+        float f;
+        memcpy(&f, &w, 4);
+        d[i] = (double)f;
+    }
+}
+static inline void widen_f32(const uint32_t *u, double *d, int m) {
+    for (int i = 0; i < m; i++) {
+        float f;
+        memcpy(&f, &u[i], 4);
+        d[i] = (double)f;
+    }
+}
+static inline void widen_f64(const uint64_t *u, double *d, int m) { memcpy(d, u, (size_t)m * 8); }
+
+FAST_DIFF(diff_f16, uint16_t, 0x7c00u, widen_f16)
+FAST_DIFF(diff_bf16, uint16_t, 0x7f80u, widen_bf16)
+FAST_DIFF(diff_f32, uint32_t, 0x7f800000u, widen_f32)
+FAST_DIFF(diff_f64, uint64_t, 0x7ff0000000000000ull, widen_f64)
 
 #define INT_DIFF(T, LOAD)                                                                         \
     do {                                                                                          \
@@ -477,21 +674,15 @@ typedef struct {
         }                                                                                         \
     } while (0)
 
-#define FIN16(u) (((u) & 0x7c00u) != 0x7c00u)
-#define FINBF(u) (((u) & 0x7f80u) != 0x7f80u)
-#define FIN32(u) (((u) & 0x7f800000u) != 0x7f800000u)
-#define FIN64(u) (((u) & 0x7ff0000000000000ull) != 0x7ff0000000000000ull)
-static inline float U32F(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
-static inline double U64D(uint64_t u) { double f; memcpy(&f, &u, 8); return f; }
 
 static void diff(const unsigned char *pa, const unsigned char *pb, Py_ssize_t n, int kind, Diff *r) {
     memset(r, 0, sizeof *r);
     r->first = -1;
     switch (kind) {
-    case K_F16: FLOAT_DIFF(uint16_t, ld16, f16_to_float, FIN16); break;
-    case K_BF16: FLOAT_DIFF(uint16_t, ld16, bf16_to_float, FINBF); break;
-    case K_F32: FLOAT_DIFF(uint32_t, ld32, U32F, FIN32); break;
-    case K_F64: FLOAT_DIFF(uint64_t, ld64, U64D, FIN64); break;
+    case K_F16: diff_f16(pa, pb, n, r); break;
+    case K_BF16: diff_bf16(pa, pb, n, r); break;
+    case K_F32: diff_f32(pa, pb, n, r); break;
+    case K_F64: diff_f64(pa, pb, n, r); break;
     case K_I8: INT_DIFF(int8_t, L_I8); break;
     case K_U8: INT_DIFF(uint8_t, L_U8); break;
     case K_I16: INT_DIFF(int16_t, L_I16); break;
