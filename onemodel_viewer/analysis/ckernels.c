@@ -743,7 +743,90 @@ static PyObject *k_equal(PyObject *self, PyObject *args) {
     return PyBool_FromLong(same);
 }
 
+/* ------------------------------------------------------------------ topo */
+
+/* topo(indptr, producers, out) -> emitted: the stable dependency order (Kahn's algorithm taking the smallest
+   ready index first, as format/rules.py's heap does) of n nodes whose producers of node i are
+   producers[indptr[i]:indptr[i + 1]] (int64, duplicates allowed); the order goes to out (n int64), and the
+   count emitted is returned (less than n: a cycle; the rest are left out). */
+static void heap_push(int64_t *h, Py_ssize_t *len, int64_t v) {
+    Py_ssize_t i = (*len)++;
+    while (i > 0) {
+        Py_ssize_t up = (i - 1) / 2;
+        if (h[up] <= v) break;
+        h[i] = h[up];
+        i = up;
+    }
+    h[i] = v;
+}
+
+static int64_t heap_pop(int64_t *h, Py_ssize_t *len) {
+    int64_t top = h[0], v = h[--(*len)];
+    Py_ssize_t i = 0, n = *len;
+    for (;;) {
+        Py_ssize_t c = 2 * i + 1;
+        if (c >= n) break;
+        if (c + 1 < n && h[c + 1] < h[c]) c++;
+        if (h[c] >= v) break;
+        h[i] = h[c];
+        i = c;
+    }
+    if (n > 0) h[i] = v;
+    return top;
+}
+
+static PyObject *k_topo(PyObject *self, PyObject *args) {
+    PyObject *o_ptr, *o_prod, *o_out;
+    if (!PyArg_ParseTuple(args, "OOO", &o_ptr, &o_prod, &o_out)) return NULL;
+    Py_buffer bp, bq, bo;
+    if (get_buffer(o_ptr, &bp, 0) < 0) return NULL;
+    if (get_buffer(o_prod, &bq, 0) < 0) { PyBuffer_Release(&bp); return NULL; }
+    if (get_buffer(o_out, &bo, 1) < 0) { PyBuffer_Release(&bp); PyBuffer_Release(&bq); return NULL; }
+    Py_ssize_t n = bo.len / 8, m = bq.len / 8;
+    const int64_t *ptr = (const int64_t *)bp.buf, *prod = (const int64_t *)bq.buf;
+    int64_t *out = (int64_t *)bo.buf;
+    int ok = bp.len == (n + 1) * 8 && ptr[0] == 0 && ptr[n] == m;
+    for (Py_ssize_t i = 0; ok && i < n; i++) ok = ptr[i] <= ptr[i + 1];
+    for (Py_ssize_t k = 0; ok && k < m; k++) ok = prod[k] >= 0 && prod[k] < n;
+    if (!ok) {
+        PyBuffer_Release(&bp); PyBuffer_Release(&bq); PyBuffer_Release(&bo);
+        PyErr_SetString(PyExc_ValueError, "inconsistent dependency arrays");
+        return NULL;
+    }
+    int64_t *indeg = malloc((size_t)(n + 1) * 8), *cptr = calloc((size_t)n + 1, 8), *cons = malloc((size_t)(m + 1) * 8);
+    int64_t *heap = malloc((size_t)(n + 1) * 8);
+    if (!indeg || !cptr || !cons || !heap) {
+        free(indeg); free(cptr); free(cons); free(heap);
+        PyBuffer_Release(&bp); PyBuffer_Release(&bq); PyBuffer_Release(&bo);
+        return PyErr_NoMemory();
+    }
+    Py_ssize_t emitted = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t k = 0; k < m; k++) cptr[prod[k] + 1]++;
+    for (Py_ssize_t i = 0; i < n; i++) cptr[i + 1] += cptr[i];
+    for (Py_ssize_t i = 0; i < n; i++) {
+        indeg[i] = ptr[i + 1] - ptr[i];
+        for (int64_t k = ptr[i]; k < ptr[i + 1]; k++) cons[cptr[prod[k]]++] = i; /* consumers in node order */
+    }
+    for (Py_ssize_t i = n; i > 0; i--) cptr[i] = cptr[i - 1]; /* back to starts */
+    cptr[0] = 0;
+    Py_ssize_t len = 0;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (indeg[i] == 0) heap[len++] = i; /* ascending: already a heap */
+    while (len > 0) {
+        int64_t i = heap_pop(heap, &len);
+        out[emitted++] = i;
+        for (int64_t k = cptr[i]; k < cptr[i + 1]; k++)
+            if (--indeg[cons[k]] == 0) heap_push(heap, &len, cons[k]);
+    }
+    Py_END_ALLOW_THREADS
+    free(indeg); free(cptr); free(cons); free(heap);
+    PyBuffer_Release(&bp); PyBuffer_Release(&bq); PyBuffer_Release(&bo);
+    return PyLong_FromSsize_t(emitted);
+}
+
 static PyMethodDef methods[] = {
+    {"topo", k_topo, METH_VARARGS, "topo(indptr, producers, out) -> emitted: the stable dependency order."},
     {"count16", k_count16, METH_VARARGS, "count16(data, out): add uint16 value counts into out (65,536 int64)."},
     {"figures", k_figures, METH_VARARGS, "figures(data, kind) -> pass-1 statistics of one block."},
     {"hist32", k_hist32, METH_VARARGS, "hist32(data, kind, mode, lo, norm, hi, out): add 32 bin counts into out."},
