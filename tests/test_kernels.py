@@ -124,6 +124,23 @@ def test_count16_is_bincount(data):
     ref = np.bincount(vals.view(np.uint16), minlength=1 << 16)
     ref[7] += 5
     assert np.array_equal(out, ref)
+    row = np.zeros(1 << 16, dtype=np.float64)  # the float64 rows of the group path
+    K.KERNELS.count16(view, row, True)
+    K.KERNELS.count16(view, row, True)
+    assert np.array_equal(row, 2 * (ref - (np.arange(1 << 16) == 7) * 5))
+
+
+@compiled
+def test_count16_of_a_large_block_uses_its_tables_and_leaves_them_clean():
+    """Above a million values the counts go through per-thread uint32 tables: twice the same block, same counts."""
+    rng = np.random.default_rng(1)
+    codes = rng.integers(0, 1 << 16, 3_000_001, dtype=np.uint16)
+    codes[:100_000] = 7  # a long run of one value
+    ref = np.bincount(codes, minlength=1 << 16)
+    for as_float in (False, True, False):
+        out = np.zeros(1 << 16, dtype=np.float64 if as_float else np.int64)
+        K.KERNELS.count16(codes, out, as_float)
+        assert np.array_equal(out, ref)
 
 
 @compiled

@@ -113,33 +113,45 @@ static int check_kind(int kind) {
 
 /* ------------------------------------------------------------------ count16 */
 
-/* count16(data, out): add the occurrences of each uint16 value of data (little endian) into out (65,536 int64). */
+/* Two uint32 tables per thread for large inputs (even and odd elements: a run of one value does not wait on
+   one counter), kept zeroed between calls (flushed into the caller's table at the end of each call). */
+static _Thread_local uint32_t *tls_tables = NULL;
+
+#define SMALL_COUNT (1 << 20)
+
+/* count16(data, out[, as_float]): add the occurrences of each uint16 value of data (little endian) into out
+   (65,536 int64, or float64 with as_float: exact below 2^53). */
 static PyObject *k_count16(PyObject *self, PyObject *args) {
     PyObject *src, *dst;
-    if (!PyArg_ParseTuple(args, "OO", &src, &dst)) return NULL;
+    int as_float = 0;
+    if (!PyArg_ParseTuple(args, "OO|p", &src, &dst, &as_float)) return NULL;
     Py_buffer in, out;
     if (get_buffer(src, &in, 0) < 0) return NULL;
     if (get_buffer(dst, &out, 1) < 0) { PyBuffer_Release(&in); return NULL; }
     if (out.len != 65536 * 8) {
         PyBuffer_Release(&in); PyBuffer_Release(&out);
-        PyErr_SetString(PyExc_ValueError, "out must hold 65,536 int64");
+        PyErr_SetString(PyExc_ValueError, "out must hold 65,536 int64 or float64");
         return NULL;
     }
-    uint32_t *t = NULL;
     Py_ssize_t n = in.len / 2;
-    if (n > 0) {
-        t = (uint32_t *)calloc(2 * 65536, sizeof(uint32_t));
-        if (t == NULL) { PyBuffer_Release(&in); PyBuffer_Release(&out); return PyErr_NoMemory(); }
-    }
     const unsigned char *p = (const unsigned char *)in.buf;
-    int64_t *acc = (int64_t *)out.buf;
+    if (n >= SMALL_COUNT && tls_tables == NULL) {
+        tls_tables = (uint32_t *)calloc(2 * 65536, sizeof(uint32_t));
+        if (tls_tables == NULL) { PyBuffer_Release(&in); PyBuffer_Release(&out); return PyErr_NoMemory(); }
+    }
     Py_BEGIN_ALLOW_THREADS
-    if (n > 0) {
-        /* two tables (even/odd elements) so that runs of one value do not wait on one counter;
-           flushed before a uint32 can wrap */
-        uint32_t *t0 = t, *t1 = t + 65536;
+    if (n < SMALL_COUNT) { /* straight into the caller's table (no flush of 2 x 65,536 counters) */
+        if (as_float) {
+            double *acc = (double *)out.buf;
+            for (Py_ssize_t i = 0; i < n; i++) acc[ld16(p + 2 * i)] += 1.0;
+        } else {
+            int64_t *acc = (int64_t *)out.buf;
+            for (Py_ssize_t i = 0; i < n; i++) acc[ld16(p + 2 * i)]++;
+        }
+    } else {
+        uint32_t *t0 = tls_tables, *t1 = tls_tables + 65536;
         Py_ssize_t i = 0;
-        while (i < n) {
+        while (i < n) { /* flushed before a uint32 can wrap */
             Py_ssize_t end = n - i > ((Py_ssize_t)1 << 30) ? i + ((Py_ssize_t)1 << 30) : n;
             Py_ssize_t pairs_end = i + ((end - i) & ~(Py_ssize_t)1);
             for (; i < pairs_end; i += 2) {
@@ -147,14 +159,16 @@ static PyObject *k_count16(PyObject *self, PyObject *args) {
                 t1[ld16(p + 2 * i + 2)]++;
             }
             if (i < end) { t0[ld16(p + 2 * i)]++; i++; }
-            for (int k = 0; k < 65536; k++) {
-                acc[k] += (int64_t)t0[k] + (int64_t)t1[k];
-                t0[k] = t1[k] = 0;
+            if (as_float) {
+                double *acc = (double *)out.buf;
+                for (int k = 0; k < 65536; k++) { acc[k] += (double)t0[k] + (double)t1[k]; t0[k] = t1[k] = 0; }
+            } else {
+                int64_t *acc = (int64_t *)out.buf;
+                for (int k = 0; k < 65536; k++) { acc[k] += (int64_t)t0[k] + (int64_t)t1[k]; t0[k] = t1[k] = 0; }
             }
         }
     }
     Py_END_ALLOW_THREADS
-    free(t);
     PyBuffer_Release(&in);
     PyBuffer_Release(&out);
     Py_RETURN_NONE;
@@ -827,7 +841,7 @@ static PyObject *k_topo(PyObject *self, PyObject *args) {
 
 static PyMethodDef methods[] = {
     {"topo", k_topo, METH_VARARGS, "topo(indptr, producers, out) -> emitted: the stable dependency order."},
-    {"count16", k_count16, METH_VARARGS, "count16(data, out): add uint16 value counts into out (65,536 int64)."},
+    {"count16", k_count16, METH_VARARGS, "count16(data, out[, as_float]): add uint16 value counts into out (65,536 int64 or float64)."},
     {"figures", k_figures, METH_VARARGS, "figures(data, kind) -> pass-1 statistics of one block."},
     {"hist32", k_hist32, METH_VARARGS, "hist32(data, kind, mode, lo, norm, hi, out): add 32 bin counts into out."},
     {"diff", k_diff, METH_VARARGS, "diff(a, b, kind) -> weight-diff figures of two blocks."},

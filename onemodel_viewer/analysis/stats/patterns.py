@@ -87,6 +87,13 @@ def count16(codes: "np.ndarray", row: "np.ndarray", cancel=None) -> None:
     """:func:`bincount16` of ``codes`` into ``row`` (65,536 float64: exact integers below 2^53)."""
     import numpy as np
 
+    if KERNELS is not None:  # counted straight into the float64 row
+        row[:] = 0
+        for start in range(0, max(codes.size, 1), KERNEL_PIECE):
+            if start and cancel is not None and cancel.is_set():
+                raise Cancelled()
+            KERNELS.count16(codes[start : start + KERNEL_PIECE], row, True)
+        return
     np.copyto(row, bincount16(codes, cancel), casting="unsafe")
 
 
