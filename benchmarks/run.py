@@ -121,8 +121,10 @@ def median_call(fn: Callable[[], object], repeat: int, warmup: int = 1, clock: C
 
 def kernels_state() -> str:
     """Whether the compiled kernels run (``ONEMODEL_VIEW_NO_KERNELS`` set: the numpy code)."""
-    from onemodel_viewer.analysis import kernels
-
+    try:
+        from onemodel_viewer.analysis import kernels
+    except ImportError:  # a tree from before them (a before/after run)
+        return "none (before issue 28)"
     return "compiled" if kernels.KERNELS is not None else "numpy fallback"
 
 
