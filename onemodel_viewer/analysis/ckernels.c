@@ -75,30 +75,6 @@ static inline uint64_t ld64(const unsigned char *p) { uint64_t v; memcpy(&v, p, 
 static inline float ldf(const unsigned char *p) { float v; memcpy(&v, p, 4); return v; }
 static inline double ldd(const unsigned char *p) { double v; memcpy(&v, p, 8); return v; }
 
-/* float16 bits -> float (exact; NaN/Inf kept as NaN/Inf). */
-static inline float f16_to_float(uint16_t h) {
-    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
-    uint32_t em = h & 0x7fffu;
-    float f;
-    if (em >= 0x7c00u) { /* Inf/NaN: exponent all ones, payload moved up */
-        uint32_t u = sign | 0x7f800000u | ((em & 0x3ffu) << 13);
-        memcpy(&f, &u, 4);
-        return f;
-    }
-    /* finite: move exponent and mantissa up, rescale by 2^112 (subnormals come out exact) */
-    uint32_t u = em << 13;
-    memcpy(&f, &u, 4);
-    f *= 5.192296858534828e+33f; /* 2^112 */
-    return sign ? -f : f;
-}
-
-static inline float bf16_to_float(uint16_t h) {
-    uint32_t u = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
 static int get_buffer(PyObject *obj, Py_buffer *view, int writable) {
     return PyObject_GetBuffer(obj, view, writable ? (PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) : PyBUF_C_CONTIGUOUS);
 }
@@ -190,7 +166,7 @@ typedef struct {
     do {                                                                                          \
         if (!isfinite(f->s)) { f->s = NAN; f->m2 = INFINITY; break; }                             \
         double m = f->s / (double)f->n;                                                           \
-        Acc sd = {{0}}, dd = {{0}};                                                               \
+        Acc sd = {0}, dd = {0};                                                               \
         for (Py_ssize_t t = 0; t < n; t += TILE) {                                                \
             Py_ssize_t e = n - t < TILE ? n : t + TILE, i = t;                                    \
             if (!f->dirty)                                                                        \
@@ -215,7 +191,7 @@ typedef struct {
 #define FLOAT_FIGS(T, LOAD, BIG)                                                                  \
     do {                                                                                          \
         const Py_ssize_t W = sizeof(T);                                                           \
-        Acc s = {{0}};                                                                            \
+        Acc s = {0};                                                                            \
         T lo[LANES], hi[LANES];                                                                   \
         int64_t z[LANES] = {0}, bad[LANES] = {0};                                                 \
         for (int j = 0; j < LANES; j++) { lo[j] = (T)INFINITY; hi[j] = (T)-INFINITY; }            \
@@ -250,7 +226,7 @@ typedef struct {
             }                                                                                     \
             f->n = n; f->s = acc_total(&s); f->zeros = tz; f->flo = tl; f->fhi = th; f->any = n > 0; \
         } else {                                                                                  \
-            Acc ts = {{0}}; T tl = (T)INFINITY, th = (T)-INFINITY; int64_t tz = 0, nf = 0;        \
+            Acc ts = {0}; T tl = (T)INFINITY, th = (T)-INFINITY; int64_t tz = 0, nf = 0;        \
             f->dirty = 1;                                                                         \
             for (Py_ssize_t t = 0; t < n; t += TILE) {                                            \
                 Py_ssize_t e = n - t < TILE ? n : t + TILE;                                       \
@@ -272,7 +248,7 @@ typedef struct {
 #define INT_FIGS(T, LOAD, LOF, HIF)                                                               \
     do {                                                                                          \
         const Py_ssize_t W = sizeof(T);                                                           \
-        Acc s = {{0}};                                                                            \
+        Acc s = {0};                                                                            \
         T lo[LANES], hi[LANES];                                                                   \
         int64_t z[LANES] = {0};                                                                   \
         T first = LOAD(p);                                                                        \
@@ -373,12 +349,6 @@ static HOT int figs_fast_f32(const unsigned char *p, Py_ssize_t n, Figs *f) {
     return 1;
 }
 
-/* The same for float64, on the scalar lanes (float64 tensors are rare in models). */
-static int figs_fast_f64(const unsigned char *p, Py_ssize_t n, Figs *f) {
-    (void)p; (void)n; (void)f;
-    return 0;
-}
-
 #define L_I8(q) ((int8_t)(q)[0])
 #define L_U8(q) ((uint8_t)(q)[0])
 #define L_I16(q) ((int16_t)ld16(q))
@@ -394,7 +364,7 @@ static void figures(const unsigned char *p, Py_ssize_t n, int kind, Figs *f) {
     if (n == 0) return;
     switch (kind) {
     case K_F32: if (!figs_fast_f32(p, n, f)) FLOAT_FIGS(float, ldf, (double)FLT_MAX); break;
-    case K_F64: if (!figs_fast_f64(p, n, f)) FLOAT_FIGS(double, ldd, DBL_MAX); break;
+    case K_F64: FLOAT_FIGS(double, ldd, DBL_MAX); break; /* the scalar lanes: float64 tensors are rare in models */
     case K_I8: INT_FIGS(int8_t, L_I8, ilo, ihi); break;
     case K_U8: INT_FIGS(uint8_t, L_U8, ulo, uhi); break;
     case K_I16: INT_FIGS(int16_t, L_I16, ilo, ihi); break;
@@ -581,7 +551,7 @@ typedef struct {
 static HOT void NAME(const unsigned char *pa, const unsigned char *pb, Py_ssize_t n, Diff *r) {   \
     BITS_T ua[TILE], ub[TILE];                                                                    \
     double da[TILE], db[TILE];                                                                    \
-    Acc aa = {{0}}, bb = {{0}}, ab = {{0}}, dd = {{0}}, sa = {{0}};                               \
+    Acc aa = {0}, bb = {0}, ab = {0}, dd = {0}, sa = {0};                               \
     double mx[LANES] = {0}, mr[LANES] = {0};                                                      \
     v4d vmx0 = {0}, vmx1 = {0}, vmr0 = {0}, vmr1 = {0};                                           \
     int64_t rel_any = 0, fin = 0;                                                                 \
