@@ -340,3 +340,18 @@ def test_equal_is_byte_equality(data, at, offset):
     if data:
         b[at % len(b)] ^= 1
         assert K.KERNELS.equal(a, bytes(b)) is False
+
+
+def test_max_rel_near_the_float32_limit_does_not_overflow(monkeypatch):
+    """Broke (found by the differential test above): the numpy passes took max_rel from (b − a)/(b + a) in
+    float32, where b + a overflowed for values near float32's largest (a slice of a few elements, whose sums
+    are made in float64, passed as sound): max_rel came out 0 instead of |b − a| / max(|a|, |b|)."""
+    a = np.array([0, 0, 3.38953e38], dtype=ml_dtypes.bfloat16)
+    b = np.array([0, 0, 3.37624e38], dtype=ml_dtypes.bfloat16)
+    expected = abs(float(b[2]) - float(a[2])) / float(a[2])
+    monkeypatch.setattr(T, "KERNELS", None)
+    ref = T.compare_data(_tensor(a, 16), _tensor(b, 16))
+    assert ref is not None and math.isclose(ref.max_rel, expected, rel_tol=1e-6)
+    f32 = np.array([3.3e38, -3.3e38], dtype=np.float32)
+    ref = T.compare_data(_tensor(f32, 1), _tensor(f32 * np.float32(0.99), 1))
+    assert math.isclose(ref.max_rel, 0.01, rel_tol=1e-5)

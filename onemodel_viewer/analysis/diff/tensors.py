@@ -73,6 +73,9 @@ THREADS = 2
 _TINY = 2.0 ** -100
 """A float32 sum of n squares under n·_TINY may have lost terms to underflow: redone in float64."""
 
+_F32_SUM_SAFE = 2.0 ** 250
+"""Largest Σa² (and Σb²) of a slice whose ``a + b`` cannot overflow float32 (every |a| below 2^125)."""
+
 _F16_SCALE = np.float32(2.0 ** 112)
 _F16_MASK = np.int32(-0x70000001)  # 0x8FFFFFFF: sign and the 28 low bits of the shifted half
 _F16_FINITE = 65504.0
@@ -227,6 +230,8 @@ def _float_fast(xa: np.ndarray, xb: np.ndarray, equal: bool, f16: bool, st: _Sum
         return False
     bb, ab = aa + 2 * ad + dd, aa + ad
     if bb < aa / 2 or ab < math.sqrt(max(aa * bb, 0.0)) / 2:
+        return False
+    if max(aa, bb) > _F32_SUM_SAFE:  # a + b may overflow float32 in max_rel's (b − a)/(b + a): float64
         return False
     rel = _max_rel(d, xa, xb, f[2][:n])
     np.abs(d, out=d)
