@@ -34,6 +34,8 @@ static const int ITEM[K_COUNT] = {2, 2, 4, 8, 1, 1, 2, 2, 4, 4, 8, 8};
 /* Vectors of the generic kind (GCC/clang): element-wise IEEE operations, so every lane's order is the
    source's whatever the instruction set. A lane of a LANES-wide sum holds the elements i ≡ lane (mod LANES). */
 typedef float v4f __attribute__((vector_size(16)));
+typedef float v8f __attribute__((vector_size(32)));
+typedef int32_t v8i __attribute__((vector_size(32)));
 typedef int32_t v4i __attribute__((vector_size(16)));
 typedef double v4d __attribute__((vector_size(32)));
 typedef int64_t v4l __attribute__((vector_size(32)));
@@ -41,6 +43,8 @@ typedef int64_t v4l __attribute__((vector_size(32)));
 static inline v4f ld4f(const float *p) { v4f v; memcpy(&v, p, 16); return v; }
 static inline v4d ld4d(const double *p) { v4d v; memcpy(&v, p, 32); return v; }
 static inline v4f sel4f(v4i m, v4f a, v4f b) { return (v4f)(((v4i)a & m) | ((v4i)b & ~m)); }
+static inline v8f ld8f(const float *p) { v8f v; memcpy(&v, p, 32); return v; }
+static inline v8f sel8f(v8i m, v8f a, v8f b) { return (v8f)(((v8i)a & m) | ((v8i)b & ~m)); }
 static inline v4d sel4d(v4l m, v4d a, v4d b) { return (v4d)(((v4l)a & m) | ((v4l)b & ~m)); }
 static inline v4d abs4d(v4d a) { const v4l k = {INT64_MAX, INT64_MAX, INT64_MAX, INT64_MAX}; return (v4d)((v4l)a & k); }
 static inline double hsum4d(v4d a, v4d b) { /* lanes 0..7 in order */
@@ -286,30 +290,31 @@ typedef struct {
    Chan's formula. Returns 0 when the block holds a NaN or an infinity (the caller's slow path). */
 static HOT int figs_fast_f32(const unsigned char *p, Py_ssize_t n, Figs *f) {
     float buf[TILE] __attribute__((aligned(32)));
-    const v4f zero = {0, 0, 0, 0};
-    v4f lo0 = zero + INFINITY, lo1 = lo0, hi0 = -lo0, hi1 = hi0;
+    const v8f zero = {0, 0, 0, 0, 0, 0, 0, 0};
+    v8f lo = zero + INFINITY, hi = -lo;
     int64_t zeros = 0;
     double na = 0, ma = 0, m2a = 0;
     for (Py_ssize_t t = 0; t < n; t += TILE) {
         int m = n - t < TILE ? (int)(n - t) : TILE;
         memcpy(buf, p + t * 4, (size_t)m * 4);
         int full = m - m % 8;
-        v4i z0 = {0}, z1 = {0};
+        v8i z = {0};
         v4d s0 = {0}, s1 = {0};
         for (int i = 0; i < full; i += 8) {
-            v4f a = ld4f(buf + i), b = ld4f(buf + i + 4);
-            lo0 = sel4f(a < lo0, a, lo0); lo1 = sel4f(b < lo1, b, lo1);
-            hi0 = sel4f(a > hi0, a, hi0); hi1 = sel4f(b > hi1, b, hi1);
-            z0 -= a == zero; z1 -= b == zero;
-            s0 += __builtin_convertvector(a, v4d); s1 += __builtin_convertvector(b, v4d);
+            v8f v = ld8f(buf + i);
+            lo = sel8f(v < lo, v, lo);
+            hi = sel8f(v > hi, v, hi);
+            z -= v == zero;
+            s0 += __builtin_convertvector(__builtin_shufflevector(v, v, 0, 1, 2, 3), v4d);
+            s1 += __builtin_convertvector(__builtin_shufflevector(v, v, 4, 5, 6, 7), v4d);
         }
-        for (int j = 0; j < 4; j++) zeros += z0[j] + z1[j];
+        for (int j = 0; j < 8; j++) zeros += z[j];
         double ts = hsum4d(s0, s1); /* NaN or infinite exactly when the tile holds a NaN or an infinity */
         int32_t nb = 0;
         for (int i = full; i < m; i++) {
             float v = buf[i];
-            lo0[0] = v < lo0[0] ? v : lo0[0];
-            hi0[0] = v > hi0[0] ? v : hi0[0];
+            lo[0] = v < lo[0] ? v : lo[0];
+            hi[0] = v > hi[0] ? v : hi[0];
             zeros += v == 0;
             nb += !(v - v == 0);
             ts += (double)v;
@@ -318,8 +323,9 @@ static HOT int figs_fast_f32(const unsigned char *p, Py_ssize_t n, Figs *f) {
         double mt = ts / m;
         v4d sd0 = {0}, sd1 = {0}, dd0 = {0}, dd1 = {0};
         for (int i = 0; i < full; i += 8) {
-            v4d d0 = __builtin_convertvector(ld4f(buf + i), v4d) - mt;
-            v4d d1 = __builtin_convertvector(ld4f(buf + i + 4), v4d) - mt;
+            v8f v = ld8f(buf + i);
+            v4d d0 = __builtin_convertvector(__builtin_shufflevector(v, v, 0, 1, 2, 3), v4d) - mt;
+            v4d d1 = __builtin_convertvector(__builtin_shufflevector(v, v, 4, 5, 6, 7), v4d) - mt;
             sd0 += d0; sd1 += d1; dd0 += d0 * d0; dd1 += d1 * d1;
         }
         double tsd = hsum4d(sd0, sd1), tdd = hsum4d(dd0, dd1);
@@ -337,10 +343,10 @@ static HOT int figs_fast_f32(const unsigned char *p, Py_ssize_t n, Figs *f) {
             na = tot;
         }
     }
-    float tl = lo0[0], th = hi0[0];
-    for (int j = 0; j < 4; j++) {
-        tl = lo0[j] < tl ? lo0[j] : tl; tl = lo1[j] < tl ? lo1[j] : tl;
-        th = hi0[j] > th ? hi0[j] : th; th = hi1[j] > th ? hi1[j] : th;
+    float tl = lo[0], th = hi[0];
+    for (int j = 0; j < 8; j++) {
+        tl = lo[j] < tl ? lo[j] : tl;
+        th = hi[j] > th ? hi[j] : th;
     }
     f->n = n; f->zeros = zeros; f->flo = tl; f->fhi = th; f->any = 1;
     f->s = ma * na;
