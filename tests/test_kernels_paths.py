@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -200,3 +201,56 @@ def test_the_environment_variable_forces_the_fallback_silently():
     code = "from onemodel_viewer.analysis import kernels; print(kernels.KERNELS is None)"
     proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert proc.stdout.strip() == "True" and proc.stderr == ""
+
+
+_SAME_BITS = """
+import importlib.util, sys, pickle
+import numpy as np
+spec = importlib.util.spec_from_file_location("ckernels", sys.argv[1])
+K = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(K)
+rng = np.random.default_rng(5)
+out = []
+for dt, kind in ((np.float32, 2), (np.float64, 3), (np.int32, 8), (np.uint64, 11)):
+    x = rng.standard_normal(300_007) * 3 + 0.5
+    x = x.astype(dt) if kind in (2, 3) else (x * 1e6).astype(np.int64).astype(dt)
+    out.append(K.figures(x, kind))
+    c = np.zeros(32, np.int64)
+    lo, hi = float(x.min()), float(x.max())
+    K.hist32(x, kind, 0 if kind == 2 else 1, lo, 32 / (hi - lo), hi, c)
+    out.append(c.tolist())
+for kind, dt in ((0, np.float16), (2, np.float32), (3, np.float64)):
+    a = rng.standard_normal(100_003).astype(dt)
+    out.append(K.diff(a, (a * (1 + 0.01 * rng.standard_normal(a.size))).astype(dt), kind))
+a16 = rng.integers(0, 1 << 16, 100_003, dtype=np.uint16)
+out.append(K.diff(a16, a16[::-1].copy(), 1))
+t = np.zeros(1 << 16, np.int64)
+K.count16(a16, t)
+out.append(t.tolist())
+print(pickle.dumps(out).hex())
+"""
+
+
+@compiled
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("gcc") is None, reason="no gcc")
+def test_the_same_bits_from_every_build(tmp_path):
+    """Broke: built without optimisation, the AVX2 clones called the 32-byte vector helpers out of line, across
+    two calling conventions, and read garbage (min -1.5e35, sums off by 10^4). The helpers are always inlined
+    now; a build at -O0, one for the baseline instruction set and one for AVX2 give the installed module's bits."""
+    import sysconfig
+
+    src = os.path.join(os.path.dirname(K.__file__), "ckernels.c")
+    include = sysconfig.get_paths()["include"]
+    results = {subprocess.run([sys.executable, "-c", _SAME_BITS, K.KERNELS.__file__], capture_output=True, text=True,
+                              check=True).stdout}
+    builds = [["-O0"], ["-O3", "-DOMV_NO_CLONES"]]
+    with open("/proc/cpuinfo") as f:
+        if " avx2" in f.read():  # (a CPU without it would die on an illegal instruction)
+            builds.append(["-O3", "-mavx2", "-DOMV_NO_CLONES"])
+    for flags in builds:
+        so = str(tmp_path / f"ck{len(results)}{flags[-1].strip('-')}.so")
+        subprocess.run(["gcc", "-shared", "-fPIC", "-ffp-contract=off", "-Wno-psabi", *flags, "-I", include, src, "-o", so],
+                       check=True, capture_output=True)
+        out = subprocess.run([sys.executable, "-c", _SAME_BITS, so], capture_output=True, text=True, check=True).stdout
+        assert out in results, flags

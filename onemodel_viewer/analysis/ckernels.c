@@ -22,10 +22,18 @@ static const int ITEM[K_COUNT] = {2, 2, 4, 8, 1, 1, 2, 2, 4, 4, 8, 8};
 
 #define LANES 8
 
+/* Helpers on 32-byte vectors are always inlined: called out of line from an AVX2 clone, a vector return
+   would cross two calling conventions (GCC's -Wpsabi note) and read garbage (seen at -O0). */
+#if defined(__GNUC__)
+#define INLINE static inline __attribute__((always_inline))
+#else
+#define INLINE static inline
+#endif
+
 /* The hot loops are built twice on x86-64 Linux (AVX2 and the baseline), picked at load time. The figures
    are the same bits either way: the lanes fix the order of every sum, FMA contraction is off
    (-ffp-contract=off) and float<->double conversions, +, -, *, / are correctly rounded on both. */
-#if defined(__GNUC__) && defined(__x86_64__) && defined(__linux__) && !defined(__clang__)
+#if defined(__GNUC__) && defined(__x86_64__) && defined(__linux__) && !defined(__clang__) && !defined(OMV_NO_CLONES)
 #define HOT __attribute__((target_clones("avx2", "default")))
 #else
 #define HOT
@@ -40,14 +48,14 @@ typedef int32_t v4i __attribute__((vector_size(16)));
 typedef double v4d __attribute__((vector_size(32)));
 typedef int64_t v4l __attribute__((vector_size(32)));
 
-static inline v4f ld4f(const float *p) { v4f v; memcpy(&v, p, 16); return v; }
-static inline v4d ld4d(const double *p) { v4d v; memcpy(&v, p, 32); return v; }
-static inline v4f sel4f(v4i m, v4f a, v4f b) { return (v4f)(((v4i)a & m) | ((v4i)b & ~m)); }
-static inline v8f ld8f(const float *p) { v8f v; memcpy(&v, p, 32); return v; }
-static inline v8f sel8f(v8i m, v8f a, v8f b) { return (v8f)(((v8i)a & m) | ((v8i)b & ~m)); }
-static inline v4d sel4d(v4l m, v4d a, v4d b) { return (v4d)(((v4l)a & m) | ((v4l)b & ~m)); }
-static inline v4d abs4d(v4d a) { const v4l k = {INT64_MAX, INT64_MAX, INT64_MAX, INT64_MAX}; return (v4d)((v4l)a & k); }
-static inline double hsum4d(v4d a, v4d b) { /* lanes 0..7 in order */
+INLINE v4f ld4f(const float *p) { v4f v; memcpy(&v, p, 16); return v; }
+INLINE v4d ld4d(const double *p) { v4d v; memcpy(&v, p, 32); return v; }
+INLINE v4f sel4f(v4i m, v4f a, v4f b) { return (v4f)(((v4i)a & m) | ((v4i)b & ~m)); }
+INLINE v8f ld8f(const float *p) { v8f v; memcpy(&v, p, 32); return v; }
+INLINE v8f sel8f(v8i m, v8f a, v8f b) { return (v8f)(((v8i)a & m) | ((v8i)b & ~m)); }
+INLINE v4d sel4d(v4l m, v4d a, v4d b) { return (v4d)(((v4l)a & m) | ((v4l)b & ~m)); }
+INLINE v4d abs4d(v4d a) { const v4l k = {INT64_MAX, INT64_MAX, INT64_MAX, INT64_MAX}; return (v4d)((v4l)a & k); }
+INLINE double hsum4d(v4d a, v4d b) { /* lanes 0..7 in order */
     double t = 0;
     for (int j = 0; j < 4; j++) t += a[j];
     for (int j = 0; j < 4; j++) t += b[j];
@@ -59,7 +67,7 @@ static inline double hsum4d(v4d a, v4d b) { /* lanes 0..7 in order */
 /* A float64 sum in three levels (see TILE): add(x) per lane, tile_end() after each tile. */
 typedef struct { double lane[LANES], mid[LANES], top[LANES]; int tiles; } Acc;
 
-static inline void acc_tile_end(Acc *a) {
+INLINE void acc_tile_end(Acc *a) {
     for (int j = 0; j < LANES; j++) { a->mid[j] += a->lane[j]; a->lane[j] = 0; }
     if (++a->tiles == TILES) {
         for (int j = 0; j < LANES; j++) { a->top[j] += a->mid[j]; a->mid[j] = 0; }
@@ -67,7 +75,7 @@ static inline void acc_tile_end(Acc *a) {
     }
 }
 
-static inline double acc_total(Acc *a) {
+INLINE double acc_total(Acc *a) {
     double t = 0;
     for (int j = 0; j < LANES; j++) t += a->top[j] + (a->mid[j] + a->lane[j]);
     return t;
@@ -620,7 +628,7 @@ static HOT void NAME(const unsigned char *pa, const unsigned char *pb, Py_ssize_
 
 /* Widen a tile to double. float16: exponent and mantissa moved up and rescaled by 2^112 (exact, subnormals
    too), the sign put back; NaN/Inf come out as large finite numbers, which the caller skips. */
-static inline void widen_f16(const uint16_t *u, double *d, int m) {
+INLINE void widen_f16(const uint16_t *u, double *d, int m) {
     for (int i = 0; i < m; i++) {
         uint32_t w = (uint32_t)(u[i] & 0x7fffu) << 13;
         float f;
@@ -629,7 +637,7 @@ static inline void widen_f16(const uint16_t *u, double *d, int m) {
         d[i] = (u[i] & 0x8000u) ? -(double)f : (double)f;
     }
 }
-static inline void widen_bf16(const uint16_t *u, double *d, int m) {
+INLINE void widen_bf16(const uint16_t *u, double *d, int m) {
     for (int i = 0; i < m; i++) {
         uint32_t w = (uint32_t)u[i] << 16;
         float f;
@@ -637,14 +645,14 @@ static inline void widen_bf16(const uint16_t *u, double *d, int m) {
         d[i] = (double)f;
     }
 }
-static inline void widen_f32(const uint32_t *u, double *d, int m) {
+INLINE void widen_f32(const uint32_t *u, double *d, int m) {
     for (int i = 0; i < m; i++) {
         float f;
         memcpy(&f, &u[i], 4);
         d[i] = (double)f;
     }
 }
-static inline void widen_f64(const uint64_t *u, double *d, int m) { memcpy(d, u, (size_t)m * 8); }
+INLINE void widen_f64(const uint64_t *u, double *d, int m) { memcpy(d, u, (size_t)m * 8); }
 
 FAST_DIFF(diff_f16, uint16_t, 0x7c00u, widen_f16)
 FAST_DIFF(diff_bf16, uint16_t, 0x7f80u, widen_bf16)
