@@ -122,7 +122,7 @@ def median_call(fn: Callable[[], object], repeat: int, warmup: int = 1, clock: C
 def kernels_state() -> str:
     """Whether the compiled kernels run (``ONEMODEL_VIEW_NO_KERNELS`` set: the numpy code)."""
     try:
-        from onemodel_viewer.analysis import kernels
+        from onemodel_viewer import kernels
     except ImportError:  # a tree from before them (a before/after run)
         return "none (before issue 28)"
     return "compiled" if kernels.KERNELS is not None else "numpy fallback"

@@ -1,4 +1,4 @@
-"""The compiled kernels (``onemodel_viewer/analysis/ckernels.c``) against their numpy references.
+"""The compiled kernels (``onemodel_viewer/ckernels.c``) against their numpy references.
 
 Each kernel is fed bit patterns drawn from the whole range of its dtype (NaN payloads, ±Inf, ±0,
 subnormals, the dtype's limits), empty and one-element blocks, odd lengths, and unaligned read-only
@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from onemodel_viewer.analysis import kernels as K
+from onemodel_viewer import kernels as K
 from onemodel_viewer.analysis.diff import tensors as T
 from onemodel_viewer.analysis.stats import bins as B
 from onemodel_viewer.analysis.stats import kernel as SK
@@ -98,8 +98,8 @@ def test_the_compiled_module_is_the_one_in_use():
     if os.environ.get(K.ENV, "") not in ("", "0"):
         assert K.KERNELS is None
         return
-    assert K.KERNELS is not None, "onemodel_viewer.analysis.ckernels was not built: pip install -e . builds it"
-    assert K.KERNELS.__name__ == "onemodel_viewer.analysis.ckernels"
+    assert K.KERNELS is not None, "onemodel_viewer.ckernels was not built: pip install -e . builds it"
+    assert K.KERNELS.__name__ == "onemodel_viewer.ckernels"
     assert K.KERNELS.__file__.endswith((".so", ".pyd"))
 
 

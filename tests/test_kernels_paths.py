@@ -14,7 +14,7 @@ import threading
 import numpy as np
 import pytest
 
-from onemodel_viewer.analysis import kernels as K
+from onemodel_viewer import kernels as K
 from onemodel_viewer.analysis.diff import tensors as T
 from onemodel_viewer.analysis.stats import patterns as P
 from onemodel_viewer.analysis.stats.compute import Cancelled, compute_stats, compute_stats_group
@@ -174,9 +174,9 @@ def test_the_kernels_release_the_gil():
 
 _FALLBACK = """
 import sys, json
-sys.modules["onemodel_viewer.analysis.ckernels"] = None  # as if it was never built
+sys.modules["onemodel_viewer.ckernels"] = None  # as if it was never built
 import numpy as np
-from onemodel_viewer.analysis import kernels
+from onemodel_viewer import kernels
 from onemodel_viewer.analysis.stats.compute import compute_stats
 from onemodel_viewer.format.dtypes import DTYPES, encode
 from onemodel_viewer.format.schema import Tensor
@@ -198,7 +198,7 @@ def test_a_missing_module_falls_back_to_numpy_with_one_line_on_stderr():
 
 def test_the_environment_variable_forces_the_fallback_silently():
     env = dict(os.environ, **{K.ENV: "1"})
-    code = "from onemodel_viewer.analysis import kernels; print(kernels.KERNELS is None)"
+    code = "from onemodel_viewer import kernels; print(kernels.KERNELS is None)"
     proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert proc.stdout.strip() == "True" and proc.stderr == ""
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from onemodel_viewer.analysis import kernels as K
+from onemodel_viewer import kernels as K
 from onemodel_viewer.format import depsort
 from onemodel_viewer.format.rules import Resolver
 

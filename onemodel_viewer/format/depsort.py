@@ -6,7 +6,7 @@ For a graph of at least :data:`BIG` nodes whose stored order could not be proven
 (as the per-node loop of :mod:`.rules` does), and ``producer >= node`` anywhere means the nodes are out of
 order. :class:`Deps` keeps those producers as CSR arrays; :meth:`Deps.order` is the same order as
 :meth:`.rules.Resolver.topo` (Kahn's algorithm taking the smallest ready index first) from the compiled
-``topo`` of ``onemodel_viewer.analysis.ckernels``. Without the compiled module (or below :data:`BIG`
+``topo`` of ``onemodel_viewer.ckernels``. Without the compiled module (or below :data:`BIG`
 nodes) :mod:`.rules` runs its Python loops and heap instead: 2,000,000 nodes stored in reverse
 dependency order took tens of seconds there, ~0.1 s of C here.
 """
@@ -16,7 +16,7 @@ from __future__ import annotations
 from itertools import chain, repeat
 from typing import TYPE_CHECKING
 
-from ..analysis.kernels import KERNELS
+from ..kernels import KERNELS
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np

@@ -41,7 +41,7 @@ import numpy as np
 
 from ...format.dtypes import DTYPES, DataType, DType, decode
 from ...format.schema import Tensor
-from ..kernels import KERNELS, kind
+from ...kernels import KERNELS, kind
 from .pages import check_files, flush, release
 from .result import DataDelta, DiffCancelled
 from .skip import check_sizes

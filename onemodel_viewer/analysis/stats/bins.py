@@ -12,7 +12,7 @@ import math
 from typing import TYPE_CHECKING
 
 from ...format.dtypes import DataType, DType
-from ..kernels import KERNELS, kind
+from ...kernels import KERNELS, kind
 from .chunks import Chunk, blocks, scratch
 from .kernel import values
 from .result import BINS

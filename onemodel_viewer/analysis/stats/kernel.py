@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
 from ...format.dtypes import DType
-from ..kernels import KERNELS, kind
+from ...kernels import KERNELS, kind
 from .chunks import Chunk, blocks, scratch
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ...format.dtypes import DataType, DType, decode
-from ..kernels import KERNELS
+from ...kernels import KERNELS
 from .chunks import BLOCK_BYTES, Chunk, Driver, blocks
 from .rows import one_bin, pattern_values, row_stats
 from .result import BINS, Cancelled, TensorStats

@@ -1,7 +1,7 @@
 """The compiled kernels (``ckernels``, built from ``ckernels.c`` by ``pip install``), or ``None``.
 
 :data:`KERNELS` is the compiled module when it was built and may be used, else ``None``: the
-callers (stats/ and diff/) then run their numpy code, which is also the tests' reference. The
+callers (analysis/stats, analysis/diff, format/depsort) then run their numpy code, which is also the tests' reference. The
 environment variable ``ONEMODEL_VIEW_NO_KERNELS=1`` forces the numpy code; a missing module (a
 source install without a compiler) says so in one line on stderr, once per process.
 
