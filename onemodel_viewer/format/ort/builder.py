@@ -107,7 +107,7 @@ class Builder:
                      indices=self.tensor(s.indices, where + ".indices"), dims=list(s.dims))
 
     # attributes -----------------------------------------------------------------------------------
-    def attribute(self, a, where: str, scope: dict) -> tuple[Table, list[str]]:
+    def attribute(self, a, where: str, scope: dict, node=None) -> tuple[Table, list[str]]:
         """The attribute's table and the outer-scope names its subgraphs read."""
         t = a.type
         f: dict = dict(name=a.name, doc_string=a.doc_string or None, type=t)
@@ -121,7 +121,7 @@ class Builder:
         elif t == 4:
             f["t"] = self.tensor(a.t, where + ".t")
         elif t == 5:
-            f["g"], implicit = self.graph(a.g, where + ".g", scope)
+            f["g"], implicit = self.graph(a.g, where + ".g", scope, _body_inputs(node, a.name, a.g, scope))
         elif t == 6:
             f["floats"] = list(a.floats)
         elif t == 7:
@@ -143,9 +143,11 @@ class Builder:
         return Table("Attribute", **f), implicit
 
     # graphs -------------------------------------------------------------------------------------
-    def graph(self, g, where: str, outer: dict) -> tuple[Table, list[str]]:
-        """The graph's table and the names it reads from enclosing graphs (in first-use order)."""
+    def graph(self, g, where: str, outer: dict, given: dict | None = None) -> tuple[Table, list[str]]:
+        """The graph's table and the names it reads from enclosing graphs (in first-use order).
+        ``given``: types of body inputs the source leaves undeclared, from the holding node (Loop, Scan)."""
         types = dict(outer)
+        types.update(given or {})
         for vi in (*g.value_info, *g.input, *g.output):
             if vi.HasField("type"):
                 types[vi.name] = vi.type
@@ -157,6 +159,9 @@ class Builder:
         for s in g.sparse_initializer:
             defined.add(s.values.name)
             init_types[s.values.name] = s  # dims on the sparse tensor: typed below
+        for name, t in init_types.items():  # an initializer's type is its own (subgraphs read it too)
+            if name not in types:
+                types[name] = _tensor_type_proto(t.data_type if hasattr(t, "data_type") else t.values.data_type, t.dims)
         producer: dict[str, tuple[int, int]] = {}
         for i, n in enumerate(g.node):
             for k, o in enumerate(n.output):
@@ -168,7 +173,7 @@ class Builder:
             nw = f"{where}.nodes[{i}]"
             attrs, implicit = [], []
             for a in n.attribute:
-                at, imp = self.attribute(a, f"{nw}.attributes.{a.name}", types)
+                at, imp = self.attribute(a, f"{nw}.attributes.{a.name}", types, n)
                 attrs.append(at)
                 implicit.extend(imp)
             implicit = list(dict.fromkeys(implicit))
@@ -232,6 +237,40 @@ class Builder:
             metadata_props=[Table("StringStringEntry", key=p.key, value=p.value) for p in mp.metadata_props] or None,
         )
         return Table("InferenceSession", ort_version=ORT_VERSION, model=model, kernel_type_str_resolver=resolver_table(self.ops))
+
+
+def _tensor_type_proto(elem: int, dims=None):
+    from onnx import helper
+
+    return helper.make_tensor_type_proto(elem, None if dims is None else list(dims))
+
+
+def _body_inputs(node, attr: str, g, types: dict) -> dict:
+    """Types for a Loop or Scan body's undeclared inputs, as ONNX Runtime's type inference gives them:
+    Loop: iteration count int64[], condition bool[], then the loop-carried values' types; Scan (opset 9
+    on): the state values' types, then each scanned input's element type (rank left open)."""
+    if node is None or attr != "body" or node.domain not in ("", "ai.onnx"):
+        return {}
+    out: dict = {}
+    names = [vi.name for vi in g.input if not vi.HasField("type")]
+    if not names:
+        return {}
+    inputs = [vi.name for vi in g.input]
+    if node.op_type == "Loop":
+        known = [_tensor_type_proto(7, []), _tensor_type_proto(9, [])] + [types.get(x) for x in node.input[2:]]
+    elif node.op_type == "Scan":
+        m = next((a.i for a in node.attribute if a.name == "num_scan_inputs"), 0)
+        state = len(node.input) - m
+        known = [types.get(x) for x in node.input[:state]]
+        for x in node.input[state:]:
+            t = types.get(x)
+            known.append(_tensor_type_proto(t.tensor_type.elem_type) if t is not None and t.HasField("tensor_type") else None)
+    else:
+        return {}
+    for name, t in zip(inputs, known):
+        if name in names and t is not None:
+            out[name] = t
+    return out
 
 
 def _typed_fields(t) -> bool:

@@ -227,7 +227,7 @@ def layout(root: Table, align: int) -> Layout:
     a = max(4, align)
     cursor = head_end
     for pl in p.payloads:
-        pl.pos = _align(cursor + 4, a)
+        pl.pos = _align(cursor + 4, a) if pl.length else _align(cursor, 4) + 4  # no bytes: nothing to align
         cursor = pl.pos + pl.length
     if cursor > MAX_SIZE:
         raise FormatError(Kind.UNSUPPORTED, "InferenceSession", None,
