@@ -272,10 +272,11 @@ def test_export_widens_narrowed_sparse_indices_for_onnx_checker(models, tmp_path
     assert _diff(om, out)["equal"]
 
 
-@pytest.mark.parametrize("name, message", [("Finding-external-data-offset.ort", "external data"),
+@pytest.mark.parametrize("name, message", [("Unsupported-external-data-offset.ort", "external data"),
                                            ("Finding-unloadable-dtype.ort", "Unsupported tensor data type")])
 def test_onnxruntime_refuses_what_the_findings_say(name, message):
-    """The two finding files (testdata/hostile/ort) open here with a finding; ONNX Runtime itself refuses them."""
+    """The finding file (testdata/hostile/ort) opens here with a finding, the external_data_offset file is
+    Unsupported here; ONNX Runtime itself refuses both."""
     so = ort.SessionOptions()
     so.log_severity_level = 3
     with pytest.raises(Exception) as info:
