@@ -3,8 +3,9 @@
 :func:`prepare` turns the records into an ``onnx.ModelProto`` whose large tensors carry no bytes
 (a marker in ``external_data`` points back at the record: :data:`MARKER`, ``offset`` = its index in
 the returned list), then does what ONNX Runtime's converter does to a model the ORT format cannot
-hold: model-local functions are inlined (``onnx.inliner``) and Constant nodes become initializers
-(sparse ones sparse initializers), in every graph; each is said in a warning. Last, onnx shape
+hold: model-local functions are inlined (``onnx.inliner``), Constant nodes become initializers
+(sparse ones sparse initializers) and initializers nothing reads are left out, in every graph;
+each is said in a warning. Last, onnx shape
 inference types the values the source does not declare (small tensors keep their bytes in the
 proto so that shapes computed from them are known).
 """
@@ -133,7 +134,43 @@ def prepare(model: Model, warn: Callable[[str], None]):
     moved = _constants_to_initializers(mp.graph, "graph")
     if moved:
         warn(f"{moved} Constant node{'s' if moved != 1 else ''} made initializers (as ONNX Runtime's converter does)")
+    dropped = sum(_drop_unused(g, mp.ir_version) for _k, g in _graphs(mp.graph))
+    if dropped:
+        warn(f"{dropped} initializer{'s' if dropped != 1 else ''} that nothing reads left out (as ONNX Runtime's converter does)")
     return _infer(mp, warn), tensors
+
+
+def _free_names(graph) -> set[str]:
+    """Every name ``graph``'s nodes (and their subgraphs) read, and its outputs."""
+    out = {v.name for v in graph.output}
+    for n in graph.node:
+        out.update(_reads(n))
+    return out
+
+
+def _drop_unused(graph, ir_version: int) -> int:
+    """Leave out the initializers of ``graph`` nothing reads, as ONNX Runtime does when it loads a model: an
+    initializer that is also a graph input stays (an overridable input) from IR 4 on; before IR 4 every
+    initializer is listed as an input, and the input of a dropped one goes too. How many were left out."""
+    used = _free_names(graph)
+    inputs = {v.name for v in graph.input}
+    if ir_version >= 4:
+        used |= inputs
+    drop = {t.name for t in graph.initializer if t.name not in used}
+    drop |= {s.values.name for s in graph.sparse_initializer if s.values.name not in used}
+    if not drop:
+        return 0
+    keep = [t for t in graph.initializer if t.name not in drop]
+    del graph.initializer[:]
+    graph.initializer.extend(keep)
+    keep_s = [s for s in graph.sparse_initializer if s.values.name not in drop]
+    del graph.sparse_initializer[:]
+    graph.sparse_initializer.extend(keep_s)
+    if ir_version < 4 and drop & inputs:
+        keep_i = [v for v in graph.input if v.name not in drop]
+        del graph.input[:]
+        graph.input.extend(keep_i)
+    return len(drop)
 
 
 def _add_attribute_defaults(mp) -> None:
