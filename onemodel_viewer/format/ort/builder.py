@@ -6,7 +6,9 @@ since-version, index, op type, inputs, outputs, attributes, ``input_arg_counts``
 implicit inputs of subgraph-holding nodes), ``max_node_index``, the edges between nodes of the
 graph (one ``NodeEdge`` per node), inputs, outputs and sparse initializers. Tensor bytes become
 :class:`.tables.Payload` objects: the source record's storage range, or bytes held in the proto.
-Every operator's schema goes into the kernel type-string table (:mod:`.kernel_types`).
+Every operator's schema goes into the kernel type-string table (:mod:`.kernel_types`). Values of
+one graph with the same type share one ``TypeInfo`` table (flatbuffers allows a table many referrers;
+the ``node_args`` entries of one graph are placed together, before any type: offsets stay forward).
 """
 
 from __future__ import annotations
@@ -200,15 +202,25 @@ class Builder:
             order += list(n.output)
         order += [vi.name for vi in g.output]
         node_args = []
+        shared: dict = {}  # one TypeInfo table per distinct type of this graph (referred to by every value of it)
         for name in dict.fromkeys(order):
             if not name:  # an omitted optional input or output: ONNX Runtime keeps an untyped "" value
                 node_args.append(Table("ValueInfo", name=""))
                 continue
             tp = types.get(name)
-            tt = type_table(tp) if tp is not None else None
+            tt = None
+            if tp is not None:
+                key = tp.SerializeToString()
+                tt = shared.get(key)
+                if tt is None:
+                    tt = shared[key] = type_table(tp)
             if tt is None and name in init_types:
                 it = init_types[name]
-                tt = _tensor_type(it.data_type, it.dims) if hasattr(it, "data_type") else _tensor_type(it.values.data_type, it.dims)
+                elem = it.data_type if hasattr(it, "data_type") else it.values.data_type
+                key = (elem, tuple(it.dims))
+                tt = shared.get(key)
+                if tt is None:
+                    tt = shared[key] = _tensor_type(elem, it.dims)
             if tt is None:
                 raise FormatError(Kind.UNSUPPORTED, where, None,
                                   f"value {name!r} has no type (none declared, none from onnx shape inference): ONNX Runtime "

@@ -11,11 +11,14 @@ Objects: :class:`Table` (a schema table name and its fields by name: scalars, ``
 strings, sub-tables, ``(type code, Table)`` unions, lists for vectors), :class:`Payload` (a
 ``[uint8]`` vector whose bytes are copied in later). Fields are looked up in :data:`.fbs.TABLES`,
 so the writer and the verifying reader cannot disagree on a slot, a kind or a default.
-Scalars equal to their schema default are left out, as flatbuffers builders do.
+Scalars equal to their schema default are left out, as flatbuffers builders do. A table may have
+several referrers (shared) when all of them are placed before it: breadth first, referrers in one
+vector are.
 """
 
 from __future__ import annotations
 
+import math
 import struct
 from collections import deque
 
@@ -31,6 +34,9 @@ IDENTIFIER = b"ORTM"
 _FMT = {"bool": "<?", "int8": "<b", "uint8": "<B", "int16": "<h", "uint16": "<H", "int32": "<i",
         "uint32": "<I", "int64": "<q", "uint64": "<Q", "float32": "<f", "float64": "<d"}
 _SIZE = {k: struct.calcsize(v) for k, v in _FMT.items()}
+_FIELDS = {name: {f: (voff, kind, elem, default, _SIZE.get(elem, 4) if kind == "scalar" else 4)
+                  for f, voff, kind, elem, default in fields} for name, fields in TABLES.items()}
+"""Per table: field -> (vtable slot, kind, element, default, inline width), from :data:`.fbs.TABLES`."""
 
 
 class Table:
@@ -83,7 +89,8 @@ class _Placer:
     def __init__(self) -> None:
         self.cursor = 8  # root uoffset + file identifier
         self.queue: deque = deque()
-        self.tables: list[tuple[Table, list, int, int]] = []  # table, [(field, voffset, kind, elem, slot)], size, vtable pos
+        self.tables: list[tuple] = []  # (table, shape fields, values in that order, vtable pos)
+        self.shapes: dict[tuple, tuple] = {}
         self.blobs: list[_Blob] = []
         self.vtables: dict[bytes, int] = {}
         self.vt_bytes: list[tuple[int, bytes]] = []
@@ -111,6 +118,8 @@ class _Placer:
         raise AssertionError(kind)  # pragma: no cover
 
     def place(self, obj) -> None:
+        if obj.pos:  # a shared table, placed at its first referrer's turn (every referrer is placed before it)
+            return
         if isinstance(obj, Payload):
             self.payloads.append(obj)
             return
@@ -126,48 +135,60 @@ class _Placer:
             return
         self.place_table(obj)
 
-    def place_table(self, t: Table) -> None:
-        schema = TABLES[t.name]
-        known = {f[0]: f for f in schema}
-        slots = []
-        for name, value in t.fields.items():
-            if name not in known:
-                raise AssertionError(f"{t.name}.{name} is not in ort.fbs")  # pragma: no cover - a writer bug
-            _, voff, kind, elem, default = known[name]
-            if kind == "scalar":
-                if value == default and not (isinstance(value, float) and struct.pack("<d", value) != struct.pack("<d", default)):
-                    continue
-                slots.append((name, voff, kind, elem, _SIZE[elem], value))
-            elif kind == "union":
-                code, sub = value
-                slots.append((name, voff, "table", None, 4, sub))
-            else:
-                slots.append((name, voff, kind, elem, 4, self.child(kind, elem, value)))
-        slots.sort(key=lambda s: (-s[4], s[1]))  # widest first: fewest padding bytes
-        off, placed = 4, []
-        for s in slots:
-            off = _align(off, s[4])
-            placed.append((s, off))
-            off += s[4]
-        inline = off
-        widest = max([4] + [s[4] for s in slots])
-        nslots = max([0] + [s[1] for s in slots]) // 2 - 1 if slots else 0
-        vt = [0] * nslots
-        for s, o in placed:
-            vt[s[1] // 2 - 2] = o
-        vtable = struct.pack(f"<HH{nslots}H", 4 + 2 * nslots, inline, *vt)
+    def shape(self, name: str, present: tuple) -> tuple:
+        """The inline layout of table ``name`` with the fields ``present``: ``(fields, vtable pos, inline
+        size, alignment)``, ``fields`` as ``(field, kind, elem, offset)`` widest first; computed once per shape."""
+        key = (name, present)
+        got = self.shapes.get(key)
+        if got is not None:
+            return got
+        known = _FIELDS[name]
+        slots = sorted(((known[f][4], known[f][0], f) for f in present), key=lambda s: (-s[0], s[1]))
+        off, fields, vt = 4, [], {}
+        for width, voff, f in slots:
+            off = (off + width - 1) & -width
+            kind = known[f][1]
+            fields.append((f, "table" if kind == "union" else kind, known[f][2], off))
+            vt[voff] = off
+            off += width
+        nslots = max(vt) // 2 - 1 if vt else 0
+        vtable = struct.pack(f"<HH{nslots}H", 4 + 2 * nslots, off, *(vt.get(4 + 2 * i, 0) for i in range(nslots)))
         vpos = self.vtables.get(vtable)
         if vpos is None:
-            vpos = _align(self.cursor, 2)
+            vpos = (self.cursor + 1) & -2
             self.cursor = vpos + len(vtable)
             self.vtables[vtable] = vpos
             self.vt_bytes.append((vpos, vtable))
-        t.pos = _align(self.cursor, widest)
-        self.cursor = t.pos + inline
-        self.tables.append((t, placed, vpos))
-        for (name, voff, kind, elem, width, value), o in placed:
-            if kind in ("table", "string", "vector"):
-                self.queue.append(value)
+        widest = slots[0][0] if slots and slots[0][0] > 4 else 4
+        got = self.shapes[key] = (tuple(fields), vpos, off, widest)
+        return got
+
+    def place_table(self, t: Table) -> None:
+        known = _FIELDS[t.name]
+        fields = t.fields
+        present = []
+        for name, value in fields.items():
+            info = known[name]  # KeyError: a field ort.fbs lacks (a writer bug)
+            if info[1] == "scalar" and value == info[3] and (info[2] != "float32" or math.copysign(1.0, value) == 1.0):
+                continue  # the default is not written (-0.0 is not the default 0.0)
+            present.append(name)
+        layout, vpos, size, widest = self.shape(t.name, tuple(present))
+        t.pos = (self.cursor + widest - 1) & -widest
+        self.cursor = t.pos + size
+        values = []
+        queue = self.queue
+        for name, kind, elem, _off in layout:
+            v = fields[name]
+            if kind == "scalar":
+                values.append(v)
+                continue
+            if kind == "table":
+                v = v[1] if v.__class__ is tuple else v  # a union: (type code, table)
+            else:
+                v = self.child(kind, elem, v)
+            values.append(v)
+            queue.append(v)
+        self.tables.append((t, layout, values, vpos))
 
     def run(self, root: Table) -> None:
         self.queue.append(root)
@@ -181,10 +202,10 @@ class _Placer:
         for pos, vt in self.vt_bytes:
             buf[pos:pos + len(vt)] = vt
         pack = struct.pack_into
-        for t, placed, vpos in self.tables:
+        for t, layout, values, vpos in self.tables:
             p = t.pos
             pack("<i", buf, p, p - vpos)
-            for (name, voff, kind, elem, width, value), o in placed:
+            for (_name, kind, elem, o), value in zip(layout, values):
                 at = p + o
                 if kind == "scalar":
                     pack(_FMT[elem], buf, at, value)
