@@ -78,11 +78,23 @@ def _align(n: int, a: int) -> int:
 
 
 class Layout:
-    """The result: ``head`` (bytes 0..len(head): root offset, identifier, every table, vector and string),
-    ``payloads`` in file order (their ``pos`` set), ``size`` (the whole buffer)."""
+    """The result: ``payloads`` in file order (their ``pos`` set), ``size`` (the whole buffer), ``head_size``
+    and :attr:`head` (bytes 0..head_size: root offset, identifier, every table, vector and string), encoded
+    at its first use (the writer copies payloads meanwhile)."""
 
-    def __init__(self, head: bytes, payloads: list[Payload], size: int) -> None:
-        self.head, self.payloads, self.size = head, payloads, size
+    def __init__(self, placer: "_Placer", payloads: list[Payload], size: int) -> None:
+        self._placer: "_Placer | None" = placer
+        self._head: bytes | None = None
+        self.head_size = placer.cursor
+        self.payloads, self.size = payloads, size
+
+    @property
+    def head(self) -> bytes:
+        if self._head is None:
+            assert self._placer is not None
+            self._head = bytes(self._placer.encode())
+            self._placer = None
+        return self._head
 
 
 class _Placer:
@@ -254,5 +266,4 @@ def layout(root: Table, align: int) -> Layout:
         raise FormatError(Kind.UNSUPPORTED, "InferenceSession", None,
                           f"the .ort file would need {cursor:,} bytes; flatbuffers' 32-bit offsets address at most "
                           f"{MAX_SIZE:,} (2 GiB): ONNX Runtime's format cannot hold this model")
-    head = p.encode()
-    return Layout(bytes(head), p.payloads, cursor)
+    return Layout(p, p.payloads, cursor)

@@ -74,8 +74,7 @@ def write_ort(model: Model, path: str | os.PathLike, *, sources: Iterable[str] =
             fd = f.fileno()
             os.ftruncate(fd, lay.size)  # the padding between payloads stays zeros
             reserve(fd, lay.size)
-            _pwrite_all(fd, lay.head, 0)
-            _copy_payloads(fd, lay, fds, threads)
+            _copy_payloads(fd, lay, fds, threads, lambda: _pwrite_all(fd, lay.head, 0))
     finally:
         fds.close()
     return lay
@@ -88,8 +87,9 @@ def _pwrite_all(fd: int, data, pos: int) -> None:
         view, pos = view[n:], pos + n
 
 
-def _copy_payloads(fd: int, lay: Layout, fds: SourceFds, threads: int) -> None:
-    """Each payload's length prefix, then its bytes in fixed pieces, on ``threads`` threads."""
+def _copy_payloads(fd: int, lay: Layout, fds: SourceFds, threads: int, meanwhile: Callable[[], None]) -> None:
+    """Each payload's length prefix, then its bytes in fixed pieces, on ``threads`` threads; ``meanwhile``
+    (encoding and writing the tables) runs on this thread while they copy."""
     jobs = []
     storages = {}
     for p in lay.payloads:
@@ -122,12 +122,15 @@ def _copy_payloads(fd: int, lay: Layout, fds: SourceFds, threads: int) -> None:
         start_writeback(fd, dst_off, dst_off + n)
 
     if threads == 1 or len(jobs) <= 1:
+        meanwhile()
         for job in jobs:
             copy(job)
     else:
         pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="ort-copy")
         try:
-            for fut in [pool.submit(copy, job) for job in jobs]:
+            futures = [pool.submit(copy, job) for job in jobs]
+            meanwhile()
+            for fut in futures:
                 fut.result()
         finally:
             stop.set()  # Ctrl-C or a failed piece: the queued pieces do nothing
