@@ -103,6 +103,8 @@ def test_every_payload_starts_at_a_multiple_of_align(tmp_path, align):
 
     report = json.loads(out)
     assert rc == 0 and report["valid"] and report["problems"] == [] and report["findings"] == []
+    assert report["ort"]["version"] == "6" and report["ort"]["payloads"] == 6
+    assert report["ort"]["payload_alignment"] >= max(align, 4) and report["ort"]["payload_alignment"] % max(align, 4) == 0
 
 
 def test_default_alignment_is_64(tmp_path):
