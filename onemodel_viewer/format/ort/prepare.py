@@ -18,6 +18,7 @@ from typing import Callable
 from ..dtypes import STRING
 from ..errors import FormatError, Kind
 from ..schema import Model, Tensor, all_tensors
+from .expand import expand_function_ops
 
 __all__ = ["MARKER", "INLINE_BYTES", "prepare"]
 
@@ -137,7 +138,19 @@ def prepare(model: Model, warn: Callable[[str], None]):
     dropped = sum(_drop_unused(g, mp.ir_version) for _k, g in _graphs(mp.graph))
     if dropped:
         warn(f"{dropped} initializer{'s' if dropped != 1 else ''} that nothing reads left out (as ONNX Runtime's converter does)")
-    return _infer(mp, warn), tensors
+    mp = _infer(mp, warn)
+    expanded: list[str] = []
+    for _round in range(4):  # an expansion may hold operators to expand in turn
+        mp, names = expand_function_ops(mp)
+        if not names:
+            break
+        expanded += names
+        _constants_to_initializers(mp.graph, "graph")  # function bodies hold Constant nodes
+        mp = _infer(mp, warn)
+    if expanded:
+        warn(f"{len(expanded)} node{'s' if len(expanded) != 1 else ''} of operators ONNX Runtime runs as their onnx "
+             f"function expanded, as its converter does: {', '.join(sorted(set(expanded)))}")
+    return mp, tensors
 
 
 def _free_names(graph) -> set[str]:
