@@ -6,8 +6,8 @@ the returned list), then does what ONNX Runtime's converter does to a model the 
 hold: model-local functions are inlined (``onnx.inliner``), Constant nodes become initializers
 (sparse ones sparse initializers) and initializers nothing reads are left out, in every graph;
 each is said in a warning. Last, onnx shape
-inference types the values the source does not declare (small tensors keep their bytes in the
-proto so that shapes computed from them are known).
+inference types the values the source does not declare (small integer tensors keep their bytes in
+the proto so that shapes computed from them are known).
 """
 
 from __future__ import annotations
@@ -25,7 +25,9 @@ __all__ = ["MARKER", "INLINE_BYTES", "prepare"]
 MARKER = "\x00onemodel-view:source-tensor"
 """``external_data`` location of a tensor whose bytes stay in the source (its index is the offset)."""
 INLINE_BYTES = 64 * 1024
-"""Tensors up to this size are copied into the proto (shape inference reads shape tensors)."""
+"""Integer tensors up to this size, and any of up to 64 bytes (Resize's scales), are copied into the proto
+(shape inference reads them); every other tensor's bytes stay in the source until copied to the output."""
+_SHAPE_DTYPES = frozenset((2, 3, 4, 5, 6, 7, 12, 13))  # the integer types
 
 
 def _proto(model: Model):
@@ -38,7 +40,7 @@ def _proto(model: Model):
             continue
         if t.length and (t.storage is None or t.file_offset is None):
             raise FormatError(Kind.INVALID_MODEL, t.where, None, "tensor has no bytes")
-        if t.length > INLINE_BYTES:
+        if t.length > INLINE_BYTES or (t.dtype not in _SHAPE_DTYPES and t.length > 64):
             external[id(t)] = (MARKER, len(tensors), t.length)
             tensors.append(t)
     return model_to_proto(model, external=external), tensors
