@@ -194,7 +194,7 @@ def test_constant_nodes_and_local_functions_warned(tmp_path):
         doc.close()
 
 
-@pytest.mark.parametrize("name", ["dtypes", "strings", "sparse"])
+@pytest.mark.parametrize("name", ["dtypes", "strings", "sparse", "typed"])
 def test_int4_float8_string_sparse_tensors_keep_their_bytes(tmp_path, name):
     """Every tensor (int4/uint4/float4, the float8 types, strings, sparse values and indices) reads back
     with the source's dtype, dims and bytes; int4 keeps ONNX's code 22, which ONNX Runtime 1.32 writes too
@@ -219,7 +219,7 @@ def test_int4_float8_string_sparse_tensors_keep_their_bytes(tmp_path, name):
                 got.pop(n.outputs[0], None)
         assert got == want
         codes = {f.code for f in back.findings}
-        if name == "dtypes":
+        if name in ("dtypes", "typed"):  # typed: values from float_data, int32_data... written as raw bytes
             assert {t[0] for t in got.values()} >= {17, 18, 19, 20, 21, 22}
             assert codes == {"ort-unloadable-dtype"}
         else:
