@@ -46,7 +46,7 @@ class Table:
 
     def __init__(self, table: str, /, **fields) -> None:
         self.name = table
-        self.fields = {k: v for k, v in fields.items() if v is not None}
+        self.fields = fields  # None values are left out when placed
         self.pos = 0
 
 
@@ -180,6 +180,8 @@ class _Placer:
         fields = t.fields
         present = []
         for name, value in fields.items():
+            if value is None:
+                continue
             info = known[name]  # KeyError: a field ort.fbs lacks (a writer bug)
             if info[1] == "scalar" and value == info[3] and (info[2] != "float32" or math.copysign(1.0, value) == 1.0):
                 continue  # the default is not written (-0.0 is not the default 0.0)
