@@ -94,6 +94,11 @@ def test_every_payload_starts_at_a_multiple_of_align(tmp_path, align):
         for (_s, e), (s2, _e2) in zip(ends, ends[1:]):
             assert not any(data[e:s2 - 4])  # the padding before the next vector's length is zeros
         assert not doc.findings
+        from onemodel_viewer.analysis.layout.ort import ort_layout
+
+        lay = ort_layout(doc)  # the layout screen's rows: the aligned payloads, no unowned run
+        assert not lay.unowned and len(lay.payloads) == 6
+        assert all(p.start % align == 0 for p in lay.payloads)
         big = {t.name: bytes(t.raw()) for t in doc.model.graph.initializers}["big"]
     finally:
         doc.close()
