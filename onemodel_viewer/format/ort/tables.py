@@ -13,7 +13,8 @@ strings, sub-tables, ``(type code, Table)`` unions, lists for vectors), :class:`
 so the writer and the verifying reader cannot disagree on a slot, a kind or a default.
 Scalars equal to their schema default are left out, as flatbuffers builders do. A table may have
 several referrers (shared) when all of them are placed before it: breadth first, referrers in one
-vector are.
+vector are. Strings are shared (one copy of each distinct string, as ``CreateSharedString`` does)
+and placed after every table, before the payloads.
 """
 
 from __future__ import annotations
@@ -107,14 +108,18 @@ class _Placer:
         self.vtables: dict[bytes, int] = {}
         self.vt_bytes: list[tuple[int, bytes]] = []
         self.payloads: list[Payload] = []
+        self.strings: dict = {}
 
     def child(self, kind: str, elem, value):
         """A placeable object for a field value (a Table as is, a _Blob for strings/vectors)."""
         if kind == "table":
             return value
-        if kind == "string":
-            data = value.encode("utf-8") if isinstance(value, str) else bytes(value)
-            return _Blob("string", None, data, 4 + len(data) + 1, 4)
+        if kind == "string":  # one copy of each distinct string, all placed after the tables
+            blob = self.strings.get(value)
+            if blob is None:
+                data = value.encode("utf-8") if isinstance(value, str) else bytes(value)
+                blob = self.strings[value] = _Blob("string", None, data, 4 + len(data) + 1, 4)
+            return blob
         if kind == "vector":
             if isinstance(value, Payload):
                 return value
@@ -136,13 +141,15 @@ class _Placer:
             self.payloads.append(obj)
             return
         if isinstance(obj, _Blob):
+            if obj.kind == "string":
+                return  # placed after every table (see run)
             if obj.align > 4:  # elements aligned, after the 4-byte length
                 obj.pos = _align(self.cursor + 4, obj.align) - 4
             else:
                 obj.pos = _align(self.cursor, 4)
             self.cursor = obj.pos + obj.size
             self.blobs.append(obj)
-            if obj.kind in ("vstring", "vtable"):
+            if obj.kind == "vtable":
                 self.queue.extend(obj.items)
             return
         self.place_table(obj)
@@ -208,6 +215,12 @@ class _Placer:
         self.queue.append(root)
         while self.queue:
             self.place(self.queue.popleft())
+        cursor = self.cursor
+        for blob in self.strings.values():  # strings have no children: after all tables, every offset is forward
+            blob.pos = cursor = (cursor + 3) & -4
+            cursor += blob.size
+            self.blobs.append(blob)
+        self.cursor = cursor
 
     def encode(self) -> bytearray:
         buf = bytearray(self.cursor)
