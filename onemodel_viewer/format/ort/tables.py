@@ -110,29 +110,35 @@ class _Placer:
         self.payloads: list[Payload] = []
         self.strings: dict = {}
 
+    def string(self, value) -> _Blob:
+        """The one blob of this string (one copy of each distinct string, all placed after the tables)."""
+        blob = self.strings.get(value)
+        if blob is None:
+            data = value.encode("utf-8") if value.__class__ is str else bytes(value)
+            blob = self.strings[value] = _Blob("string", None, data, 5 + len(data), 4)
+        return blob
+
     def child(self, kind: str, elem, value):
         """A placeable object for a field value (a Table as is, a _Blob for strings/vectors)."""
+        if kind == "string":
+            blob = self.strings.get(value)
+            return blob if blob is not None else self.string(value)
         if kind == "table":
             return value
-        if kind == "string":  # one copy of each distinct string, all placed after the tables
-            blob = self.strings.get(value)
-            if blob is None:
-                data = value.encode("utf-8") if isinstance(value, str) else bytes(value)
-                blob = self.strings[value] = _Blob("string", None, data, 4 + len(data) + 1, 4)
-            return blob
-        if kind == "vector":
-            if isinstance(value, Payload):
-                return value
-            if elem == "string":
-                return _Blob("vstring", None, [self.child("string", None, s) for s in value], 4 + 4 * len(value), 4)
-            if elem.startswith("table:"):
-                return _Blob("vtable", None, list(value), 4 + 4 * len(value), 4)
-            if elem.startswith("struct:"):
-                size, members = STRUCTS[elem[7:]]
-                return _Blob("vstruct", members, list(value), 4 + size * len(value), 4)
-            width = _SIZE[elem]
-            return _Blob("vscalar", elem, list(value), 4 + width * len(value), max(4, width))
-        raise AssertionError(kind)  # pragma: no cover
+        if value.__class__ is Payload:
+            return value
+        n = len(value)
+        if elem == "string":
+            get = self.strings.get
+            items = [get(x) or self.string(x) for x in value]
+            return _Blob("vstring", None, items, 4 + 4 * n, 4)
+        if elem[0] == "t":  # table:<T>
+            return _Blob("vtable", None, value, 4 + 4 * n, 4)
+        if elem[0] == "s":  # struct:<S>
+            size, members = STRUCTS[elem[7:]]
+            return _Blob("vstruct", members, value, 4 + size * n, 4)
+        width = _SIZE[elem]
+        return _Blob("vscalar", elem, value, 4 + width * n, 4 if width < 4 else width)
 
     def place(self, obj) -> None:
         if obj.pos:  # a shared table, placed at its first referrer's turn (every referrer is placed before it)
