@@ -339,3 +339,28 @@ def test_bad_align_is_a_usage_error(tmp_path):
 def test_help_says_the_suffix_selects_ort():
     rc, out, _ = run("--help")
     assert rc == 0 and "ends in .ort" in out.replace("\n", " ").replace("  ", " ")
+
+
+def test_nonzero_padding_before_an_aligned_payload_is_still_reported(tmp_path):
+    """The zero run before an aligned payload is padding; one non-zero byte in it makes it an unowned-bytes
+    finding again (at the run's offset), as any other unowned run."""
+    src = save(weights_model(), tmp_path / "w.onnx")
+    dst = tmp_path / "w.ort"
+    assert run("--export", src, dst, "--align", "4096")[0] == 0
+    doc = opened(dst)
+    try:
+        first = min(p.offset for p in doc.extra.payloads)
+        runs = [r for r in doc.extra.unowned if r[0] + r[1] + 4 == first]
+    finally:
+        doc.close()
+    assert len(runs) == 1 and runs[0][1] >= 8
+    data = bytearray(dst.read_bytes())
+    data[runs[0][0] + 1] = 0x5A
+    bad = tmp_path / "bad.ort"
+    bad.write_bytes(bytes(data))
+    doc = omf.open(str(bad), mode="diagnose")
+    try:
+        assert not doc.problems
+        assert [(f.code, f.offset) for f in doc.findings] == [("unowned-bytes", runs[0][0])]
+    finally:
+        doc.close()
