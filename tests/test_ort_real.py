@@ -178,7 +178,9 @@ def test_check_json_on_real_files(models):
         code = cli.main(["--check", "--json", *files])
     reports = [json.loads(x) for x in buf.getvalue().splitlines()]
     assert code == 0 and all(r["valid"] for r in reports)
-    assert set(reports[0]) == {"file", "valid", "problems", "findings"}
+    assert set(reports[0]) == {"file", "valid", "problems", "findings", "ort"}
+    assert all(r["ort"]["version"] == "6" for r in reports)  # and the alignment ONNX Runtime's converter gives
+    assert all(r["ort"]["payload_alignment"] is None or r["ort"]["payload_alignment"] >= 4 for r in reports)
 
 
 def test_int4_written_by_ort_is_read_with_a_finding(models):
