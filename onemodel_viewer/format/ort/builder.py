@@ -16,6 +16,7 @@ from __future__ import annotations
 from ..errors import FormatError, Kind
 from ..schema import Tensor
 from .fbs import ENUMS
+from .expand import body_input_types, tensor_type_proto
 from .formal_inputs import input_arg_counts, onnx_domain, schema_for
 from .kernel_types import op_id, resolver_table
 from .prepare import MARKER
@@ -123,7 +124,7 @@ class Builder:
         elif t == 4:
             f["t"] = self.tensor(a.t, where + ".t")
         elif t == 5:
-            f["g"], implicit = self.graph(a.g, where + ".g", scope, _body_inputs(node, a.name, a.g, scope))
+            f["g"], implicit = self.graph(a.g, where + ".g", scope, body_input_types(node, a.name, a.g, scope))
         elif t == 6:
             f["floats"] = list(a.floats)
         elif t == 7:
@@ -163,7 +164,7 @@ class Builder:
             init_types[s.values.name] = s  # dims on the sparse tensor: typed below
         for name, t in init_types.items():  # an initializer's type is its own (subgraphs read it too)
             if name not in types:
-                types[name] = _tensor_type_proto(t.data_type if hasattr(t, "data_type") else t.values.data_type, t.dims)
+                types[name] = tensor_type_proto(t.data_type if hasattr(t, "data_type") else t.values.data_type, t.dims)
         producer: dict[str, tuple[int, int]] = {}
         for i, n in enumerate(g.node):
             for k, o in enumerate(n.output):
@@ -249,40 +250,6 @@ class Builder:
             metadata_props=[Table("StringStringEntry", key=p.key, value=p.value) for p in mp.metadata_props] or None,
         )
         return Table("InferenceSession", ort_version=ORT_VERSION, model=model, kernel_type_str_resolver=resolver_table(self.ops))
-
-
-def _tensor_type_proto(elem: int, dims=None):
-    from onnx import helper
-
-    return helper.make_tensor_type_proto(elem, None if dims is None else list(dims))
-
-
-def _body_inputs(node, attr: str, g, types: dict) -> dict:
-    """Types for a Loop or Scan body's undeclared inputs, as ONNX Runtime's type inference gives them:
-    Loop: iteration count int64[], condition bool[], then the loop-carried values' types; Scan (opset 9
-    on): the state values' types, then each scanned input's element type (rank left open)."""
-    if node is None or attr != "body" or node.domain not in ("", "ai.onnx"):
-        return {}
-    out: dict = {}
-    names = [vi.name for vi in g.input if not vi.HasField("type")]
-    if not names:
-        return {}
-    inputs = [vi.name for vi in g.input]
-    if node.op_type == "Loop":
-        known = [_tensor_type_proto(7, []), _tensor_type_proto(9, [])] + [types.get(x) for x in node.input[2:]]
-    elif node.op_type == "Scan":
-        m = next((a.i for a in node.attribute if a.name == "num_scan_inputs"), 0)
-        state = len(node.input) - m
-        known = [types.get(x) for x in node.input[:state]]
-        for x in node.input[state:]:
-            t = types.get(x)
-            known.append(_tensor_type_proto(t.tensor_type.elem_type) if t is not None and t.HasField("tensor_type") else None)
-    else:
-        return {}
-    for name, t in zip(inputs, known):
-        if name in names and t is not None:
-            out[name] = t
-    return out
 
 
 def _typed_fields(t) -> bool:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from .formal_inputs import onnx_domain, schema_for
 
-__all__ = ["EXPANDED", "expand_function_ops"]
+__all__ = ["EXPANDED", "body_input_types", "expand_function_ops", "tensor_type_proto"]
 
 EXPANDED: dict[tuple[str, str], int] = {
     ("", "CastLike"): 0,
@@ -48,16 +48,63 @@ def _graphs(graph):
 
 
 def _types(mp) -> dict:
-    out = {}
-    for g in _graphs(mp.graph):
+    """name -> TypeProto of every value of every graph: declared or inferred, an initializer's own,
+    and the inputs of Loop and Scan bodies the source leaves untyped (from the holding node)."""
+    out: dict = {}
+
+    def visit(g) -> None:
         for vi in (*g.value_info, *g.input, *g.output):
             if vi.HasField("type"):
                 out[vi.name] = vi.type
         for t in g.initializer:
-            from onnx import helper
+            out.setdefault(t.name, tensor_type_proto(t.data_type, list(t.dims)))
+        for n in g.node:
+            for a in n.attribute:
+                if a.HasField("g"):
+                    for name, t in body_input_types(n, a.name, a.g, out).items():
+                        out.setdefault(name, t)
+                    visit(a.g)
+                for sub in a.graphs:
+                    visit(sub)
 
-            out.setdefault(t.name, helper.make_tensor_type_proto(t.data_type, list(t.dims)))
+    visit(mp.graph)
     return out
+
+
+def tensor_type_proto(elem: int, dims=None):
+    from onnx import helper
+
+    return helper.make_tensor_type_proto(elem, None if dims is None else list(dims))
+
+
+def body_input_types(node, attr: str, g, types: dict) -> dict:
+    """Types for a Loop or Scan body's undeclared inputs, as ONNX Runtime's type inference gives them:
+    Loop: iteration count int64[], condition bool[], then the loop-carried values' types; Scan (opset 9
+    on): the state values' types, then each scanned input's element type (rank left open)."""
+    if node is None or attr != "body" or node.domain not in ("", "ai.onnx"):
+        return {}
+    out: dict = {}
+    names = [vi.name for vi in g.input if not vi.HasField("type")]
+    if not names:
+        return {}
+    inputs = [vi.name for vi in g.input]
+    if node.op_type == "Loop":
+        known = [tensor_type_proto(7, []), tensor_type_proto(9, [])] + [types.get(x) for x in node.input[2:]]
+    elif node.op_type == "Scan":
+        m = next((a.i for a in node.attribute if a.name == "num_scan_inputs"), 0)
+        state = len(node.input) - m
+        known = [types.get(x) for x in node.input[:state]]
+        for x in node.input[state:]:
+            t = types.get(x)
+            known.append(tensor_type_proto(t.tensor_type.elem_type) if t is not None and t.HasField("tensor_type") else None)
+    else:
+        return {}
+    for name, t in zip(inputs, known):
+        if name in names and t is not None:
+            out[name] = t
+    return out
+
+
 
 
 def _function(node, schema, version: int, types: dict):
