@@ -332,7 +332,7 @@ def test_every_backend_model_onnx_runtime_loads(tmp_path):
     assert checked > 1400
     assert len(refused) < 10, refused  # optional values: no place in the format
     assert not [b for b in bad if b[1] == "outputs differ"], bad
-    # kernel gaps left (ONNX Runtime 1.32): float16 arithmetic inside expanded functions, CastLike in Loop bodies
-    # whose input types only ONNX Runtime's own inference knows; nothing else may fail to load
+    # kernel gaps left (ONNX Runtime 1.32): float16 arithmetic (Mul, Div, Conv, Pad) and QLinearMatMul with float16
+    # scales, which ONNX Runtime runs through casts it inserts itself (17 models); nothing else may fail to load
     gaps = [b for b in bad if "Could not find an implementation" in b[1]]
-    assert len(gaps) <= 50 and len(gaps) == len(bad), bad
+    assert len(gaps) <= 20 and len(gaps) == len(bad), bad
