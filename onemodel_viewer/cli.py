@@ -64,6 +64,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _export_options(parser, args):
     """The ExternalOptions the --export flags ask for (None: none given); usage errors are argparse's."""
+    if args.export and args.files[-1:] and args.files[-1].lower().endswith(".ort"):
+        return None  # DST.ort: run_export_ort reads --align (and refuses the external-data flags) itself
     given = [f for f, v in (("--external-data", args.external_data), ("--size-threshold", args.size_threshold),
                             ("--align", args.align), ("--max-file-size", args.max_file_size)) if v is not None]
     if args.keep_external:
@@ -126,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--top needs a count of 0 or more")
     if args.strict and not args.check:
         parser.error("--strict goes with --check")
-    export_options = None if args.export and files[-1:] and files[-1].lower().endswith(".ort") else _export_options(parser, args)
+    export_options = _export_options(parser, args)
 
     try:
         if args.check:
