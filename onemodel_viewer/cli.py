@@ -33,7 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
     mode.add_argument("--check", action="store_true", help="validate FILE... and report every problem")
     mode.add_argument("--diff", action="store_true", help="compare two files A B")
     mode.add_argument("--convert", action="store_true", help="convert SRC.onnx to DST.onemodel")
-    mode.add_argument("--export", action="store_true", help="export SRC.onemodel to DST.onnx")
+    mode.add_argument("--export", action="store_true", help="export SRC (.onemodel, .onnx or .ort) to DST.onnx, or to an ONNX Runtime file when DST ends in .ort")
     mode.add_argument("--patch", action="store_true",
                       help="write IN with EDITs as OUT: header.<field>=N, <manifest path>=<JSON>, bytes@<offset>=<hex>, truncate=N")
     mode.add_argument("--shrink", action="store_true", help="write a small OUT that fails like IN's first problem")
@@ -52,7 +52,8 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--external-data", nargs="?", const="", default=None, metavar="LOCATION",
                     help="weights to LOCATION (default DST.data, relative to DST's folder; give it as --external-data=LOC)")
     ex.add_argument("--size-threshold", metavar="BYTES", default=None, help="tensors of at least BYTES go external (default 1024)")
-    ex.add_argument("--align", metavar="N", default=None, help="every external offset a multiple of N, a power of two (default 4096)")
+    ex.add_argument("--align", metavar="N", default=None, help="every external offset a multiple of N, a power of two (default 4096); "
+                    "DST.ort: every tensor payload's offset (default 64)")
     ex.add_argument("--max-file-size", metavar="SIZE", default=None,
                     help="split weights over LOCATION, LOCATION.1... each at most SIZE (1MiB, 2G...) unless one tensor is larger")
     ex.add_argument("--keep-external", action="store_true",
@@ -68,6 +69,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _export_options(parser, args):
     """The ExternalOptions the --export flags ask for (None: none given); usage errors are argparse's."""
+    if args.export and args.files[-1:] and args.files[-1].lower().endswith(".ort"):
+        return None  # DST.ort: run_export_ort reads --align (and refuses the external-data flags) itself
     given = [f for f, v in (("--external-data", args.external_data), ("--size-threshold", args.size_threshold),
                             ("--align", args.align), ("--max-file-size", args.max_file_size)) if v is not None]
     if args.keep_external:
@@ -153,6 +156,10 @@ def main(argv: list[str] | None = None) -> int:
             from .commands.convert import run_convert
 
             return run_convert(files[0], files[1])
+        if args.export and len(files) == 2 and files[1].lower().endswith(".ort"):
+            from .commands.convert import run_export_ort
+
+            return run_export_ort(files[0], files[1], args, parser)
         if args.export:
             need(2, "--export needs SRC.onemodel DST.onnx")
             from .commands.convert import run_export

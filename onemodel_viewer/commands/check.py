@@ -7,7 +7,8 @@ any finding); usage errors (2) are argparse's.
 
     {"file": str, "valid": bool, "problems": [{"kind", "where", "offset", "message", "rule", "file"?}],
      "findings": [{"code", "where", "offset", "message", "file"?}],
-     "files"?: [{"path", "size", "tensors", "owned", "unowned", "alignment", "shared_with"}]}
+     "files"?: [{"path", "size", "tensors", "owned", "unowned", "alignment", "shared_with"}],
+     "ort"?: {"version", "payloads", "payload_alignment"}}
 
 A problem or finding about an ONNX weights file names it in ``file`` (its location, relative to the
 model's folder); ``files`` (ONNX files with external data) is the layout of each weights file
@@ -55,6 +56,8 @@ class CheckResult:
     """Weights file location -> models checked earlier in the run that read it too."""
     external: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
     """Weights file location -> the path it resolved to (the only files an excerpt is read from)."""
+    ort: dict | None = field(default=None, repr=False, compare=False)
+    """``.ort`` files: format version, payload count and the alignment every payload offset has."""
 
     @property
     def valid(self) -> bool:
@@ -69,6 +72,8 @@ class CheckResult:
             "problems": [problem_json(p) for p in self.problems],
             "findings": [f.as_json() for f in self.findings],
         }
+        if self.ort is not None:
+            out["ort"] = self.ort
         if self.files:
             out["files"] = [dict(fl.as_json(), shared_with=self.shared.get(fl.path, [])) for fl in self.files]
         return out
@@ -106,6 +111,7 @@ def check_file(path: str, keep: list | None = None) -> CheckResult:
         result.problems.extend(doc.problems)
         if doc.source == "ort":  # the ORT reader reports its layout findings at open
             result.findings.extend(doc.findings)
+            result.ort = _ort_summary(doc.extra)
         elif doc.source == "onnx":
             result.findings.extend(doc.findings)
             _external(doc, result)
@@ -135,6 +141,17 @@ def check_file(path: str, keep: list | None = None) -> CheckResult:
             keep.append(doc)
             keep.append(parsed)
     return result
+
+
+def _ort_summary(facts) -> dict | None:
+    """``{"version", "payloads", "payload_alignment"}``: the largest power of two (up to 1 MiB) that divides
+    every non-empty payload's offset, None without payloads (``--export X.ort --align N`` gives N)."""
+    if facts is None or not hasattr(facts, "payloads"):
+        return None
+    offsets = [p.offset for p in facts.payloads if p.length]
+    align = min((o & -o if o else 1 << 20) for o in offsets) if offsets else None
+    return {"version": facts.version, "payloads": len(facts.payloads),
+            "payload_alignment": None if align is None else min(align, 1 << 20)}
 
 
 def _external(doc, result: CheckResult) -> None:
