@@ -27,7 +27,7 @@ import sys
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="onemodel-view",
-        description="View, check, diff and convert OneModel (.onemodel) and ONNX files.",
+        description="View, check, diff and convert OneModel (.onemodel), ONNX and ONNX Runtime (.ort) files.",
     )
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--check", action="store_true", help="validate FILE... and report every problem")
