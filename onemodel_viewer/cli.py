@@ -1,6 +1,6 @@
 """Command line: argument parsing and dispatch. Heavy imports happen per command.
 
-Contract (scripts rely on it; see README):
+Contract (scripts rely on it; see docs/cli.md):
 
 =====================================================  ==========================================
 ``onemodel-view FILE``                                 the viewer (0)

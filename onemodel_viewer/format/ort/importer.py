@@ -1,7 +1,7 @@
 """ORT flatbuffer (verified by :mod:`.verify`) -> the records of :mod:`..schema`, plus ORT's own facts.
 
 The ORT-level rules, after the flatbuffer checks (``where`` is the schema field path from the
-root table, ``offset`` the bytes at fault; CLARIFICATIONS.md, README format notes):
+root table, ``offset`` the bytes at fault; CLARIFICATIONS.md, docs/formats/ort.md):
 
 * ``InferenceSession.ort_version`` missing: Malformed; not a decimal version: Malformed; ``0``:
   Malformed (no such version); above 6: Unsupported. Versions 1-4: an ``ort-old-version`` finding.
