@@ -174,3 +174,25 @@ def test_a_constant_past_the_end_of_the_file_is_malformed(model_file):
     with pytest.raises(FormatError) as e:
         reader.open_path(str(cut), "strict")
     assert (e.value.kind.value, e.value.where) == ("Malformed", "onnx")
+
+
+def test_one_request_per_skipped_constant_at_a_url(tmp_path):
+    """Opening a model of Constant weights past the first MiB: one probe per weight skipped. The scanner
+    goes back to a node's start after looking past its tensor's end; with one probe window held, it
+    fetched the same windows again (602 requests for 420 weights, 202 now)."""
+    rng = np.random.default_rng(3)
+    nodes = [helper.make_node("Constant", [], ["filler"], value=numpy_helper.from_array(np.zeros(300_000, np.float32), "f"))]
+    prev = "filler"
+    for i in range(20):
+        nodes.append(helper.make_node("Constant", [], [f"w{i}"],
+                                      value=numpy_helper.from_array(rng.standard_normal(2048).astype(np.float32), f"w{i}")))
+        nodes.append(helper.make_node("Add", [prev, f"w{i}"], [f"a{i}"]))
+        prev = f"a{i}"
+    graph = helper.make_graph(nodes, "g", [], [helper.make_tensor_value_info(prev, TensorProto.FLOAT, None)])
+    (tmp_path / "m.onnx").write_bytes(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString())
+    with RangeServer(str(tmp_path)) as srv:
+        doc = reader.open_path(srv.url("m.onnx"), "strict")
+        assert len(all_tensors(doc.model)) == 21
+        st = srv.stats()
+        assert st["requests"] <= 1 + 20 + 2, srv.log  # the first MiB, a probe after each weight, the file's end
+        doc.close()
