@@ -39,10 +39,16 @@ def open_ort(path: str, mode: str, storage: FileStorage, report, resolve) -> Doc
 
 
 def _read(doc: Document, storage: FileStorage, report, resolve) -> None:
-    # a remote file (format/remote) is fetched whole, in parallel: the walk needs a buffer for struct
-    buf = storage.read(0, storage.size) if getattr(storage, "remote", False) else storage.buffer()
     size = storage.size
-    walker = Walker(buf, size, report)
+    if getattr(storage, "remote", False):  # a file at a URL: the walk fetches what it reads, payloads stay
+        from ..remote.lazy import LazyCopy
+
+        lazy = LazyCopy(storage)
+        buf = lazy.buf
+        walker = Walker(buf, size, report, need=lazy.need)
+    else:
+        buf = storage.buffer()
+        walker = Walker(buf, size, report)
     facts = OrtFacts()
     doc.extra = facts
     root = walker.root()

@@ -1,0 +1,89 @@
+""".ort at a URL: the verifying walk reads through the block cache and fetches what it reads; payloads are
+fetched when used. It used to fetch the whole file before the walk."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from onemodel_viewer.format import reader
+from onemodel_viewer.format.remote import storage as remote_storage
+from onemodel_viewer.format.remote.lazy import CHUNK, LazyCopy
+from onemodel_viewer.format.schema import all_tensors
+
+sys.path.insert(0, str(Path(__file__).parent))
+from remote_server import RangeServer  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def big_ort(tmp_path_factory) -> Path:
+    """A real .ort (ONNX Runtime's converter) of four 4 MiB initializers."""
+    ort = pytest.importorskip("onnxruntime")
+    from onnx import TensorProto, helper, numpy_helper
+
+    d = tmp_path_factory.mktemp("ort")
+    rng = np.random.default_rng(5)
+    inits, nodes, prev = [], [], "x"
+    for i in range(4):
+        inits.append(numpy_helper.from_array(rng.standard_normal((1024, 1024)).astype(np.float32), f"w{i}"))
+        nodes.append(helper.make_node("MatMul", [prev, f"w{i}"], [f"m{i}"]))
+        prev = f"m{i}"
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1024])],
+                          [helper.make_tensor_value_info(prev, TensorProto.FLOAT, [1, 1024])], initializer=inits)
+    src, dst = d / "m.onnx", d / "m.ort"
+    src.write_bytes(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString())
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    so.optimized_model_filepath = str(dst)
+    so.add_session_config_entry("session.save_model_format", "ORT")
+    so.log_severity_level = 3
+    ort.InferenceSession(str(src), so, providers=["CPUExecutionProvider"])
+    return dst
+
+
+def test_ort_at_a_url_is_walked_without_its_payloads(big_ort):
+    local = reader.open_path(str(big_ort), "strict")
+    with RangeServer(str(big_ort.parent)) as srv:
+        doc = reader.open_path(srv.url(big_ort.name), "strict")
+        try:
+            opened = srv.stats()
+            assert opened["bytes"] < doc.size // 4, srv.log  # the first MiB and a chunk per tensor table
+            assert opened["requests"] <= 2 + 4 + 2
+            assert doc.extra.spans == local.extra.spans and doc.extra.unowned == local.extra.unowned
+            assert [(p.kind, p.where, p.offset) for p in doc.problems] == [(p.kind, p.where, p.offset) for p in local.problems]
+            assert [(f.code, f.where, f.offset) for f in doc.findings] == [(f.code, f.where, f.offset) for f in local.findings]
+            here = [(t.where, t.name, t.dims, t.file_offset, t.length) for t in all_tensors(local.model)]
+            assert [(t.where, t.name, t.dims, t.file_offset, t.length) for t in all_tensors(doc.model)] == here
+            t = all_tensors(doc.model)[2]
+            np.testing.assert_array_equal(t.values(), all_tensors(local.model)[2].values())
+            assert srv.stats()["bytes"] - opened["bytes"] >= t.length - CHUNK  # fetched on use
+        finally:
+            doc.close()
+            local.close()
+
+
+def test_lazy_copy_fetches_what_is_needed_and_skips_far_gaps(tmp_path):
+    data = os.urandom(12 << 20)
+    (tmp_path / "blob.bin").write_bytes(data)
+    with RangeServer(str(tmp_path)) as srv:
+        st = remote_storage.open_remote(srv.url("blob.bin"), first=4096)
+        lazy = LazyCopy(st)
+        srv.reset()
+        lazy.need(11 << 20, 100)  # far from the first 4 KiB: its chunk only
+        assert lazy.buf[11 << 20:(11 << 20) + 100] == data[11 << 20:(11 << 20) + 100]
+        assert [r for _p, r, _s, _n in srv.log] == [f"bytes={11 << 20}-{(11 << 20) + CHUNK - 1}"]
+        lazy.need(100, 8)  # the first 4 KiB are in the storage's cache, the rest of the chunk is not
+        assert lazy.buf[100:108] == data[100:108]
+        for at in range((11 << 20) - 10, 8 << 20, -(100 << 10)):  # a walk down the file: read ahead, growing
+            lazy.need(at, 16)
+            assert lazy.buf[at:at + 16] == data[at:at + 16]
+        sizes = [n for _p, _r, _s, n in srv.log[2:]]
+        assert sizes == sorted(sizes) and sizes[-1] > 4 * CHUNK  # each request longer than the one before
+        assert not any(lazy.have[(4 << 20) // CHUNK:(6 << 20) // CHUNK])  # never asked for: never fetched
+        assert srv.stats()["bytes"] < 6 << 20
+        lazy.close()
+        st.close()
