@@ -93,3 +93,52 @@ async def test_duplicate_keys_found_for_a_remote_file(tmp_path):
             await settle_located(pilot)
             [f] = [f for f in app.document.findings if f.code == "duplicate-key"]
             assert f.where == "manifest.x.k" and f.offset == 64 + text.rindex(b'"k"') + 4
+
+
+async def test_hex_pane_fetches_a_remote_page_off_the_interface_thread(server):
+    """The hex pane read a remote file's lines on the interface's thread: on a slow server each key waited
+    for a round trip. A line whose bytes are not cached is now a placeholder while a worker fetches the page."""
+    import threading
+
+    from textual.app import App, ComposeResult
+
+    from conftest import wait_for_workers
+    from onemodel_viewer.format.remote.storage import open_remote
+    from onemodel_viewer.tui.hex.hex_view import HexView
+
+    data = (DATA / SHOWCASE).read_bytes()
+    storage = open_remote(server.url(SHOWCASE))
+    threads: list[str] = []
+    fetch = storage.source.fetch
+
+    def spy(lo, hi):
+        threads.append(threading.current_thread().name)
+        return fetch(lo, hi)
+
+    storage.source.fetch = spy
+
+    class One(App):
+        def compose(self) -> ComposeResult:
+            yield HexView()
+
+    server.latency = 0.2
+    try:
+        app = One()
+        async with app.run_test(size=(100, 20)) as pilot:
+            hexv = app.query_one(HexView)
+            hexv.set_source(storage, None)
+            await pilot.pause()
+            at = (1 << 20) + 4096  # past the first MiB the open fetched
+            hexv.goto(at)
+            await pilot.pause()
+            lines = [hexv.render_line(y).text for y in range(hexv.size.height)]
+            assert any("fetching…" in line for line in lines), lines
+            await wait_for_workers(app)
+            await pilot.pause()
+            row = next(y for y in range(hexv.size.height) if f"{at:08x}" in hexv.render_line(y).text)
+            shown = hexv.render_line(row).text
+            assert " ".join(f"{b:02x}" for b in data[at:at + 8]) in shown and "fetching" not in shown
+    finally:
+        server.latency = 0.0
+        storage.close()
+    assert threads and "MainThread" not in threads

@@ -143,6 +143,21 @@ class RemoteStorage(Storage):
             return bytes(self._get(offset, end))
         return self._fetch(offset, end)
 
+    def peek(self, offset: int, length: int) -> bytes | None:
+        """The bytes at ``offset`` when the cache holds them all, else None (nothing fetched: never waits on the
+        network, for the interface's thread)."""
+        self._bounds(offset, length)
+        if length == 0:
+            return b""
+        b = self.block
+        first, last = offset // b, (offset + length - 1) // b
+        with self._lock:
+            blocks = [self._blocks.get(i) for i in range(first, last + 1)]
+        if any(blk is None for blk in blocks):
+            return None
+        joined = b"".join(blocks)  # type: ignore[arg-type]
+        return joined[offset - first * b:offset - first * b + length]
+
     def fetch_view(self, offset: int, length: int, cancel=None, progress=None):
         """:meth:`view`, with ``progress(done, total)`` after each piece of a bulk read and ``cancel`` (an Event)
         looked at between pieces: None once it is set (the requests in flight are abandoned)."""
