@@ -142,3 +142,41 @@ async def test_hex_pane_fetches_a_remote_page_off_the_interface_thread(server):
         server.latency = 0.0
         storage.close()
     assert threads and "MainThread" not in threads
+
+
+async def test_layout_screen_scans_a_remote_files_padding_on_demand(tmp_path, monkeypatch):
+    """The layout screen of a file at a URL said "not scanned" for every padding, with no way to have them
+    checked short of ``--check --deep``: ``s`` now fetches and scans them, with progress, and finds what a
+    local file's screen finds."""
+    from conftest import settle_located
+    from onemodel_viewer.format import reader
+    from onemodel_viewer.tui.app import make_app
+    from onemodel_viewer.tui.screens.layout import LayoutScreen, from_analysis
+
+    b = bytearray((DATA / "valid/types.onemodel").read_bytes())
+    m_end = 64 + int.from_bytes(b[24:32], "little")
+    b[int.from_bytes(b[32:40], "little") - 1] = 0x55  # a non-zero byte in the padding after the manifest
+    (tmp_path / "pad.onemodel").write_bytes(bytes(b))
+    local = reader.open_path(str(tmp_path / "pad.onemodel"), "strict")
+    want = [(r.start, r.end, r.kind, r.note) for r in from_analysis(local)]
+    local.close()
+    assert (m_end, int.from_bytes(b[32:40], "little"), "padding", "NON-ZERO bytes") in want
+    told: list[tuple[int, int]] = []
+    real = LayoutScreen._progress
+    monkeypatch.setattr(LayoutScreen, "_progress", lambda self, d, t: (told.append((d, t)), real(self, d, t)))
+    with RangeServer(str(tmp_path)) as srv:
+        app = make_app(srv.url("pad.onemodel"))
+        async with app.run_test(size=(120, 40)) as pilot:
+            await settle_located(pilot)
+            await pilot.press("l")
+            await settle_located(pilot)
+            screen = app.screen
+            assert isinstance(screen, LayoutScreen)
+            shallow = [(e.start, e.end, e.kind, e.note) for e in screen.extents]
+            assert (m_end, int.from_bytes(b[32:40], "little"), "padding", "not scanned") in shallow
+            assert screen.to_scan > 0 and "s: fetch and scan" in str(screen.query_one("#layout-title").render())
+            total = screen.to_scan
+            await pilot.press("s")
+            await settle_located(pilot)
+            assert [(e.start, e.end, e.kind, e.note) for e in screen.extents] == want
+            assert told[0] == (0, total) and all(t == total for _d, t in told)
