@@ -87,3 +87,15 @@ def test_lazy_copy_fetches_what_is_needed_and_skips_far_gaps(tmp_path):
         assert srv.stats()["bytes"] < 6 << 20
         lazy.close()
         st.close()
+
+
+def test_a_size_no_address_space_holds_is_a_clear_error():
+    """A server may state any size: a walk buffer that cannot be set aside is Unsupported, not a traceback."""
+    from onemodel_viewer.format import FormatError, Kind
+
+    class Huge:
+        size = 1 << 62
+
+    with pytest.raises(FormatError) as e:
+        LazyCopy(Huge())
+    assert (e.value.kind, e.value.where) == (Kind.UNSUPPORTED, "file") and "address space" in e.value.message

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import mmap
 
+from ..errors import FormatError, Kind
+
 CHUNK = 64 << 10
 GAP = 16
 """A miss within this many chunks (1 MiB) of fetched bytes fetches the gap too: one request instead of two."""
@@ -27,7 +29,13 @@ class LazyCopy:
         self.storage = storage
         self.size = storage.size
         self.chunk = chunk
-        self.buf = mmap.mmap(-1, max(self.size, 1))
+        # private, not reserved: a size the server states takes no memory until pages are written
+        flags = getattr(mmap, "MAP_PRIVATE", 0) | getattr(mmap, "MAP_ANONYMOUS", 0) | getattr(mmap, "MAP_NORESERVE", 0)
+        try:
+            self.buf = mmap.mmap(-1, max(self.size, 1), flags=flags) if flags else mmap.mmap(-1, max(self.size, 1))
+        except (OSError, OverflowError, ValueError) as e:
+            raise FormatError(Kind.UNSUPPORTED, "file", None,
+                              f"cannot set aside {self.size:,} bytes of address space to walk the file: {e}") from e
         self.have = bytearray(-(-self.size // chunk))
         self.fetched = 0
         """Bytes copied in (fetched or from the cache)."""
