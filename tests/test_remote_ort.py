@@ -67,7 +67,7 @@ def test_ort_at_a_url_is_walked_without_its_payloads(big_ort):
 
 
 def test_lazy_copy_fetches_what_is_needed_and_skips_far_gaps(tmp_path):
-    data = os.urandom(12 << 20)
+    data = os.urandom(24 << 20)
     (tmp_path / "blob.bin").write_bytes(data)
     with RangeServer(str(tmp_path)) as srv:
         st = remote_storage.open_remote(srv.url("blob.bin"), first=4096)
@@ -99,3 +99,24 @@ def test_a_size_no_address_space_holds_is_a_clear_error():
     with pytest.raises(FormatError) as e:
         LazyCopy(Huge())
     assert (e.value.kind, e.value.where) == (Kind.UNSUPPORTED, "file") and "address space" in e.value.message
+
+
+def test_lazy_copy_fetches_the_rest_at_once_after_a_quarter(tmp_path):
+    """Small payloads between tables are fetched along; once that is a quarter of the file, the rest comes in
+    parallel pieces instead of one round trip at a time."""
+    from onemodel_viewer.format.remote.lazy import WHOLE
+
+    data = os.urandom(16 << 20)
+    (tmp_path / "blob.bin").write_bytes(data)
+    with RangeServer(str(tmp_path)) as srv:
+        st = remote_storage.open_remote(srv.url("blob.bin"), first=4096)
+        lazy = LazyCopy(st)
+        at = len(data) - 16
+        while lazy.fetched * WHOLE < len(data):  # a walk down the file
+            lazy.need(at, 16)
+            at -= 64 << 10
+        assert not all(lazy.have)
+        lazy.need(1 << 20, 16)  # far from the walk: on its own, this chunk only
+        assert all(lazy.have) and lazy.buf[:] == data
+        lazy.close()
+        st.close()

@@ -22,6 +22,9 @@ GAP = 16
 AHEAD = 64
 """Chunks fetched ahead at most (4 MiB, about what one round trip costs at 200 MB/s and 20 ms) when the
 walk goes on in one direction: one, then twice as many each time."""
+WHOLE = 4
+"""Once a walk has fetched a quarter of the file (small payloads between its tables, fetched along),
+the rest is fetched at once, in parallel pieces: cheaper than going on one round trip at a time."""
 
 
 class LazyCopy:
@@ -49,6 +52,9 @@ class LazyCopy:
         first, last = offset // c, (end - 1) // c
         if first == last and have[first]:  # the common case: one chunk, fetched
             return
+        if self.fetched * WHOLE >= self.size:
+            self._rest()
+            return
         i = first
         while i <= last:
             if have[i]:
@@ -62,6 +68,24 @@ class LazyCopy:
             self.buf[start:stop] = self.storage.read(start, stop - start)
             self.fetched += stop - start
             for k in range(lo, hi + 1):
+                have[k] = 1
+            i = j + 1
+
+    def _rest(self) -> None:
+        """Every chunk not fetched yet, a run of them per read (a long one in parallel pieces: the storage's bulk read)."""
+        c, have, n = self.chunk, self.have, len(self.have)
+        i = 0
+        while i < n:
+            if have[i]:
+                i += 1
+                continue
+            j = i
+            while j + 1 < n and not have[j + 1]:
+                j += 1
+            start, stop = i * c, min((j + 1) * c, self.size)
+            self.buf[start:stop] = self.storage.read(start, stop - start)
+            self.fetched += stop - start
+            for k in range(i, j + 1):
                 have[k] = 1
             i = j + 1
 
