@@ -120,3 +120,35 @@ def test_lazy_copy_fetches_the_rest_at_once_after_a_quarter(tmp_path):
         assert all(lazy.have) and lazy.buf[:] == data
         lazy.close()
         st.close()
+
+
+def test_hint_fetches_the_tables_of_a_vector_together(tmp_path):
+    """The tables of a vector (an .ort graph's initializers, each beside its payload) were fetched one round
+    trip at a time as the walk came to each; the walk now names them first and they are fetched together."""
+    import threading
+
+    data = os.urandom(16 << 20)
+    (tmp_path / "blob.bin").write_bytes(data)
+    with RangeServer(str(tmp_path)) as srv:
+        st = remote_storage.open_remote(srv.url("blob.bin"), first=4096)
+        threads = set()
+        fetch = st.source.fetch
+
+        def spy(lo, hi):
+            threads.add(threading.current_thread().name)
+            return fetch(lo, hi)
+
+        st.source.fetch = spy
+        lazy = LazyCopy(st)
+        srv.reset()
+        tables = [(13 << 20) + 8, (9 << 20) + 8, (5 << 20) + 8, (1 << 20) + 8]
+        lazy.hint(tables)
+        assert sorted(r for _p, r, _s, _n in srv.log) == sorted(
+            f"bytes={t - 8}-{t - 8 + CHUNK - 1}" for t in tables)
+        assert len(threads) > 1 and threading.current_thread().name not in threads
+        for t in tables:  # the walk comes to each: nothing more to fetch
+            lazy.need(t, 64)
+            assert lazy.buf[t:t + 64] == data[t:t + 64]
+        assert len(srv.log) == 4
+        lazy.close()
+        st.close()

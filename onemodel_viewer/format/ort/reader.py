@@ -45,7 +45,7 @@ def _read(doc: Document, storage: FileStorage, report, resolve) -> None:
 
         lazy = LazyCopy(storage)
         buf = lazy.buf
-        walker = Walker(buf, size, report, need=lazy.need)
+        walker = Walker(buf, size, report, need=lazy.need, hint=lazy.hint)
     else:
         buf = storage.buffer()
         walker = Walker(buf, size, report)

@@ -97,13 +97,15 @@ class Walker:
     ``need(offset, length)``, when given, is told of the bytes the walk is about to read (a table, its
     vtable, a string, a vector of scalars, structs or offsets; never a ``[uint8]`` payload) before it
     reads them: a file at a URL is walked over a buffer that holds only what was fetched
-    (:class:`..remote.lazy.LazyCopy`), its payloads fetched when used.
+    (:class:`..remote.lazy.LazyCopy`), its payloads fetched when used. ``hint(offsets)`` is told where
+    the tables of a vector are before the walk visits them one by one (fetched together).
     """
 
     def __init__(self, buf, size: int, report, *, max_depth: int = MAX_DEPTH, budget: int | None = None,
-                 need=None) -> None:
+                 need=None, hint=None) -> None:
         self.buf = buf
         self.need = need
+        self.hint = hint
         self.size = size
         self.report = report
         self.max_depth = max_depth
@@ -310,6 +312,8 @@ class Walker:
         if n is None:
             return None
         self.spans.append((pos, 4 + 4 * n, "vector", where))
+        if self.hint is not None and n > 1 and kind == _K_VTABLE:  # where the tables are (checked when visited)
+            self.hint([pos + 4 + 4 * i + _u32(buf, pos + 4 + 4 * i)[0] for i in range(n)])
         out = []
         at = pos + 4
         for i in range(n):

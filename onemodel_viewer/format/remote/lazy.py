@@ -22,6 +22,8 @@ GAP = 16
 AHEAD = 64
 """Chunks fetched ahead at most (4 MiB, about what one round trip costs at 200 MB/s and 20 ms) when the
 walk goes on in one direction: one, then twice as many each time."""
+WORKERS = 4
+"""Requests in flight for :meth:`LazyCopy.hint`."""
 WHOLE = 4
 """Once a walk has fetched a quarter of the file (small payloads between its tables, fetched along),
 the rest is fetched at once, in parallel pieces: cheaper than going on one round trip at a time."""
@@ -70,6 +72,31 @@ class LazyCopy:
             for k in range(lo, hi + 1):
                 have[k] = 1
             i = j + 1
+
+    def hint(self, offsets: list[int]) -> None:
+        """The walk is about to read objects at ``offsets`` (the tables of a vector, one after the other): their
+        chunks not fetched yet are fetched now, :data:`WORKERS` requests in flight, rather than one round trip
+        per table as the walk comes to each."""
+        c, have, size = self.chunk, self.have, self.size
+        want = sorted({o // c for o in offsets if 0 <= o < size and not have[o // c]})
+        if len(want) < 2 or self.fetched * WHOLE >= size:
+            return
+        runs: list[list[int]] = []
+        for k in want:
+            if runs and runs[-1][1] == k - 1:
+                runs[-1][1] = k
+            else:
+                runs.append([k, k])
+        spans = [(i * c, min((j + 1) * c, size)) for i, j in runs]
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(WORKERS, thread_name_prefix="onemodel-walk") as pool:
+            for (start, stop), data in zip(spans, pool.map(lambda r: self.storage.read(r[0], r[1] - r[0]), spans)):
+                self.buf[start:stop] = data
+                self.fetched += stop - start
+        for i, j in runs:
+            for k in range(i, j + 1):
+                have[k] = 1
 
     def _rest(self) -> None:
         """Every chunk not fetched yet, a run of them per read (a long one in parallel pieces: the storage's bulk read)."""
