@@ -75,6 +75,22 @@ def _read(doc: Document, storage: FileStorage, report, resolve) -> None:
     doc.model = model
     resolve(model, report)
     if not report.problems:
+        payloads = {s[0] for s in spans if s[2] == "payload"}
         for start, length in facts.unowned:
-            if length >= PADDING:
+            if length >= PADDING and not aligning(buf, start, length, payloads):
                 report.finding("unowned-bytes", "file", start, f"{length} bytes at {start} that no table, vector or string owns")
+
+
+MAX_ALIGN_PADDING = 1 << 20
+
+
+def aligning(buf, start: int, length: int, payloads: set[int]) -> bool:
+    """True when the unowned run ``start..start+length`` is a writer's alignment padding: zeros right
+    before a ``[uint8]`` vector whose bytes start at a multiple of a power of two larger than the run
+    (``--export X.ort --align N`` writes such runs before each payload)."""
+    data = start + length + 4
+    if data not in payloads or length >= MAX_ALIGN_PADDING:
+        return False
+    if length >= (data & -data):  # the largest power of two dividing the payload's offset
+        return False
+    return not any(memoryview(buf)[start:start + length])
