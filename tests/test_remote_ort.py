@@ -152,3 +152,34 @@ def test_hint_fetches_the_tables_of_a_vector_together(tmp_path):
         assert len(srv.log) == 4
         lazy.close()
         st.close()
+
+
+def test_aligned_padding_of_an_ort_at_a_url(big_ort, tmp_path):
+    """Alignment padding before a payload (``--export X.ort --align N``) is told from unowned bytes by reading
+    it: at a URL the walk's lazy copy held zeros there (a non-zero byte passed for padding), and the layout
+    screen's check took a memoryview of the remote file's lazy sequence (TypeError)."""
+    from onemodel_viewer import cli
+    from onemodel_viewer.analysis.layout.ort import ort_layout
+
+    aligned = tmp_path / "a.ort"
+    assert cli.main(["--export", str(big_ort), str(aligned), "--align", "4096"]) == 0
+    local = reader.open_path(str(aligned), "diagnose")
+    start, length = next((s, n) for s, n in local.extra.unowned if n >= 8)
+    local.close()
+    b = bytearray(aligned.read_bytes())
+    b[start + length - 1] = 0x55
+    (tmp_path / "p.ort").write_bytes(bytes(b))
+
+    def seen(doc):
+        lay = ort_layout(doc)
+        return ([(f.code, f.where, f.offset) for f in doc.findings], lay.padding_runs,
+                [(u.start, u.end, u.nonzero) for u in lay.unowned])
+
+    with RangeServer(str(tmp_path)) as srv:
+        for name in ("a.ort", "p.ort"):
+            local = reader.open_path(str(tmp_path / name), "diagnose")
+            doc = reader.open_path(srv.url(name), "diagnose")
+            assert seen(doc) == seen(local), name
+            doc.close()
+            local.close()
+    assert ("unowned-bytes", "file", start) in seen(reader.open_path(str(tmp_path / "p.ort"), "diagnose"))[0]
