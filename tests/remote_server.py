@@ -14,12 +14,18 @@ A path may start with knobs, ``/~knob/``, several in a row (``/~redirect/~norang
 ``403``...     that status (403, 404, 416, 500) for every request
 ``500once``    500 for the first request of each range, then the answer
 ``redirect``   302 to the same path without this knob
+``hangup``     each answer's connection closed by the server after it (no ``Connection: close``
+               header: an idle keep-alive connection a real server drops)
 ``ftp``        302 to ``ftp://`` (another scheme)
 =============  ================================================================================
 
 ``latency`` (seconds added to each request) and ``rate`` (bytes per second, shared by all
 connections) slow the server down. ``log`` holds ``(path, range header, status, body bytes)`` per
-request; :meth:`stats` sums it. Loopback only; started and stopped by the tests' fixtures.
+request, appended before the first byte of its answer is sent (a client that has seen any of an
+answer finds its request in the log); :meth:`stats` sums it. :meth:`reset` first waits for the
+requests still being answered (a client that gave up on one, a body still going to a client that
+hung up): nothing of an earlier test is logged after it. Loopback only; started and stopped by the
+tests' fixtures.
 """
 
 from __future__ import annotations
@@ -52,6 +58,8 @@ class RangeServer:
         self._next = 0.0
         self._seen: set = set()
         self._etag = 0
+        self._busy = 0
+        self._idle = threading.Condition(self._lock)
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -62,7 +70,14 @@ class RangeServer:
                 pass
 
             def do_GET(self) -> None:  # noqa: N802
-                server._handle(self)
+                with server._lock:
+                    server._busy += 1
+                try:
+                    server._handle(self)
+                finally:
+                    with server._lock:
+                        server._busy -= 1
+                        server._idle.notify_all()
 
         self.httpd = _Quiet(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
@@ -92,8 +107,10 @@ class RangeServer:
         rel = rel.replace(os.sep, "/").lstrip("/")
         return f"{self.scheme}://127.0.0.1:{self.port}/" + "".join(f"~{k}/" for k in knobs.split(",") if k) + rel
 
-    def reset(self) -> None:
+    def reset(self, wait: float = 10.0) -> None:
+        """Clear the log, once the requests being answered (at most ``wait`` seconds) are done."""
         with self._lock:
+            self._idle.wait_for(lambda: self._busy == 0, timeout=wait)
             self.log.clear()
             self._seen.clear()
 
@@ -180,8 +197,8 @@ class RangeServer:
             for k, v in headers.items():
                 h.send_header(k, v)
             h.send_header("Content-Length", str(size))
-            h.end_headers()
-            self._record(path, rng, 200, size)  # before the body: a client may be done before we are
+            self._record(path, rng, 200, size)  # before any byte of the answer: a client may be done before we are
+            self._end_headers(h, knobs)
             self._send_body(h, memoryview(_read(full, 0, size)))
             return
         lo = int(m.group(1))
@@ -199,9 +216,9 @@ class RangeServer:
             h.send_header(k, v)
         h.send_header("Content-Range", f"bytes {shown_lo}-{hi}/{size}")
         h.send_header("Content-Length", str(len(body)))
-        h.end_headers()
         cut = len(body) // 2 if ("dropall" in knobs or ("drop" in knobs and first_time)) and len(body) > 1 else None
-        self._record(path, rng, 206, len(body) if cut is None else cut)
+        self._record(path, rng, 206, len(body) if cut is None else cut)  # before the headers, as above
+        self._end_headers(h, knobs)
         self._send_body(h, body, cut)
         if cut is not None:
             h.wfile.flush()
@@ -212,6 +229,12 @@ class RangeServer:
                 h.connection.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
+
+    @staticmethod
+    def _end_headers(h, knobs: list) -> None:
+        h.end_headers()
+        if "hangup" in knobs:
+            h.close_connection = True  # after this answer, without telling the client
 
     def _status(self, h, path: str, rng: str, code: int, headers: dict | None = None) -> None:
         h.send_response(code)

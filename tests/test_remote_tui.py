@@ -93,3 +93,90 @@ async def test_duplicate_keys_found_for_a_remote_file(tmp_path):
             await settle_located(pilot)
             [f] = [f for f in app.document.findings if f.code == "duplicate-key"]
             assert f.where == "manifest.x.k" and f.offset == 64 + text.rindex(b'"k"') + 4
+
+
+async def test_hex_pane_fetches_a_remote_page_off_the_interface_thread(server):
+    """The hex pane read a remote file's lines on the interface's thread: on a slow server each key waited
+    for a round trip. A line whose bytes are not cached is now a placeholder while a worker fetches the page."""
+    import threading
+
+    from textual.app import App, ComposeResult
+
+    from conftest import wait_for_workers
+    from onemodel_viewer.format.remote.storage import open_remote
+    from onemodel_viewer.tui.hex.hex_view import HexView
+
+    data = (DATA / SHOWCASE).read_bytes()
+    storage = open_remote(server.url(SHOWCASE))
+    threads: list[str] = []
+    fetch = storage.source.fetch
+
+    def spy(lo, hi):
+        threads.append(threading.current_thread().name)
+        return fetch(lo, hi)
+
+    storage.source.fetch = spy
+
+    class One(App):
+        def compose(self) -> ComposeResult:
+            yield HexView()
+
+    server.latency = 0.2
+    try:
+        app = One()
+        async with app.run_test(size=(100, 20)) as pilot:
+            hexv = app.query_one(HexView)
+            hexv.set_source(storage, None)
+            await pilot.pause()
+            at = (1 << 20) + 4096  # past the first MiB the open fetched
+            hexv.goto(at)
+            await pilot.pause()
+            lines = [hexv.render_line(y).text for y in range(hexv.size.height)]
+            assert any("fetching…" in line for line in lines), lines
+            await wait_for_workers(app)
+            await pilot.pause()
+            row = next(y for y in range(hexv.size.height) if f"{at:08x}" in hexv.render_line(y).text)
+            shown = hexv.render_line(row).text
+            assert " ".join(f"{b:02x}" for b in data[at:at + 8]) in shown and "fetching" not in shown
+    finally:
+        server.latency = 0.0
+        storage.close()
+    assert threads and "MainThread" not in threads
+
+
+async def test_layout_screen_scans_a_remote_files_padding_on_demand(tmp_path, monkeypatch):
+    """The layout screen of a file at a URL said "not scanned" for every padding, with no way to have them
+    checked short of ``--check --deep``: ``s`` now fetches and scans them, with progress, and finds what a
+    local file's screen finds."""
+    from conftest import settle_located
+    from onemodel_viewer.format import reader
+    from onemodel_viewer.tui.app import make_app
+    from onemodel_viewer.tui.screens.layout import LayoutScreen, from_analysis
+
+    b = bytearray((DATA / "valid/types.onemodel").read_bytes())
+    m_end = 64 + int.from_bytes(b[24:32], "little")
+    b[int.from_bytes(b[32:40], "little") - 1] = 0x55  # a non-zero byte in the padding after the manifest
+    (tmp_path / "pad.onemodel").write_bytes(bytes(b))
+    local = reader.open_path(str(tmp_path / "pad.onemodel"), "strict")
+    want = [(r.start, r.end, r.kind, r.note) for r in from_analysis(local)]
+    local.close()
+    assert (m_end, int.from_bytes(b[32:40], "little"), "padding", "NON-ZERO bytes") in want
+    told: list[tuple[int, int]] = []
+    real = LayoutScreen._progress
+    monkeypatch.setattr(LayoutScreen, "_progress", lambda self, d, t: (told.append((d, t)), real(self, d, t)))
+    with RangeServer(str(tmp_path)) as srv:
+        app = make_app(srv.url("pad.onemodel"))
+        async with app.run_test(size=(120, 40)) as pilot:
+            await settle_located(pilot)
+            await pilot.press("l")
+            await settle_located(pilot)
+            screen = app.screen
+            assert isinstance(screen, LayoutScreen)
+            shallow = [(e.start, e.end, e.kind, e.note) for e in screen.extents]
+            assert (m_end, int.from_bytes(b[32:40], "little"), "padding", "not scanned") in shallow
+            assert screen.to_scan > 0 and "s: fetch and scan" in str(screen.query_one("#layout-title").render())
+            total = screen.to_scan
+            await pilot.press("s")
+            await settle_located(pilot)
+            assert [(e.start, e.end, e.kind, e.note) for e in screen.extents] == want
+            assert told[0] == (0, total) and all(t == total for _d, t in told)

@@ -6,7 +6,7 @@ its problems listed) and runs the app.
 
 Layout: an info bar; the lazy structure tree on the left; on the right the detail
 pane, the statistics panel and the hex pane; the footer. Nothing that touches tensor
-bytes runs on the UI thread except the hex pane's reads of the few lines on screen.
+bytes runs on the UI thread except the hex pane's reads of the lines on screen (a URL's: cache only).
 
 Quitting (``q``, ``ctrl+c``) cancels the background work; :func:`~.run.run_app` runs an app on an
 event loop of its own, so that leaving it never waits for a worker thread still busy (the CLI

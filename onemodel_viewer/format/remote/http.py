@@ -69,6 +69,13 @@ class _Incomplete(Exception):
         self.partial = partial
 
 
+def _idle_loss(e: BaseException) -> bool:
+    """``e`` is what a request on a connection the server closed while idle meets: a reset, a broken pipe,
+    or the end of the stream where the status line should be."""
+    return isinstance(e, (ConnectionResetError, BrokenPipeError, ConnectionAbortedError)) or \
+        (isinstance(e, _Broken) and str(e) == "the server closed the connection")
+
+
 class _Conn:
     """One HTTP/1.1 connection (plain or TLS), kept alive between requests while the server allows."""
 
@@ -93,6 +100,8 @@ class _Conn:
         self.sock = sock
         self.rfile = sock.makefile("rb")
         self.reusable = True
+        self.answered = 0
+        """Answers read on this connection: a kept-alive one may have been closed by the server meanwhile."""
 
     def request(self, target: str, headers: dict) -> "_Response":
         lines = [f"GET {target} HTTP/1.1", f"Host: {self.host}", *(f"{k}: {v}" for k, v in headers.items())]
@@ -116,6 +125,7 @@ class _Conn:
             raise _Broken("too many header lines")
         if hdrs.get("connection", "").lower() == "close":
             self.reusable = False
+        self.answered += 1
         return _Response(self, int(m.group(1)), (m.group(2) or b"").decode("latin-1"), hdrs)
 
     def close(self) -> None:
@@ -166,7 +176,7 @@ class _Response:
                 return
             except (_Incomplete, OSError):
                 pass
-        self.conn.reusable = False
+        self.conn.close()  # not left open with a body unread: the server would go on sending it
 
     def close(self) -> None:
         self.conn.close()
@@ -249,14 +259,7 @@ class HttpSource:
 
                 token = f"{urllib.parse.unquote(parts.username or '')}:{urllib.parse.unquote(parts.password or '')}"
                 headers["Authorization"] = "Basic " + base64.b64encode(token.encode()).decode()
-            with self._lock:
-                self.requests += 1
-            try:
-                resp = conn.request(_ascii(target), headers)
-            except (socket.timeout, TimeoutError) as e:
-                raise _Retry("timed out") from e
-            except (ConnectionError, _Broken, OSError) as e:
-                raise _Retry(f"connection failed: {e}") from e
+            resp = self._send(conn, parts, _ascii(target), headers)
             status = resp.status
             if status in (301, 302, 303, 307, 308):
                 where = resp.getheader("Location") or ""
@@ -269,6 +272,25 @@ class HttpSource:
                 continue
             return self._answer(resp, status, start, length, first, into)
         raise FormatError(Kind.IO, "file", None, f"{self.shown}: more than {MAX_REDIRECTS} redirects")
+
+    def _send(self, conn: _Conn, parts, target: str, headers: dict):
+        """The answer's status and headers. A kept-alive connection the server closed while it was idle fails
+        before any answer: the request is sent again at once on a new connection, not counted as a retry (the
+        server never saw it; a real server drops idle connections after seconds)."""
+        for fresh in (False, True):
+            with self._lock:
+                self.requests += 1
+            reused = conn.answered > 0
+            try:
+                return conn.request(target, headers)
+            except (socket.timeout, TimeoutError) as e:
+                raise _Retry("timed out") from e
+            except (ConnectionError, _Broken, OSError) as e:
+                if fresh or not reused or not _idle_loss(e):
+                    raise _Retry(f"connection failed: {e}") from e
+            conn.close()
+            conn = self._connection(parts)
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def _answer(self, resp, status: int, start: int, length: int, first: bool, into: memoryview | None = None) -> bytes:
         if status >= 500:

@@ -37,6 +37,8 @@ PIECE = 4 << 20
 WORKERS = 4
 PROBE = 2048
 """Bytes a scanner's point read fetches from where it reads (:class:`RemoteBuffer`)."""
+WINDOWS = 8
+"""Probe windows a :class:`RemoteBuffer` holds."""
 
 def open_remote(url: str, *, block: int = BLOCK, cache: int = CACHE, first: int = FIRST, workers: int = WORKERS,
                 download: bool | None = None, deep: bool | None = None, source=None) -> Storage:
@@ -140,6 +142,21 @@ class RemoteStorage(Storage):
         if cached:
             return bytes(self._get(offset, end))
         return self._fetch(offset, end)
+
+    def peek(self, offset: int, length: int) -> bytes | None:
+        """The bytes at ``offset`` when the cache holds them all, else None (nothing fetched: never waits on the
+        network, for the interface's thread)."""
+        self._bounds(offset, length)
+        if length == 0:
+            return b""
+        b = self.block
+        first, last = offset // b, (offset + length - 1) // b
+        with self._lock:
+            blocks = [self._blocks.get(i) for i in range(first, last + 1)]
+        if any(blk is None for blk in blocks):
+            return None
+        joined = b"".join(blocks)  # type: ignore[arg-type]
+        return joined[offset - first * b:offset - first * b + length]
 
     def fetch_view(self, offset: int, length: int, cancel=None, progress=None):
         """:meth:`view`, with ``progress(done, total)`` after each piece of a bulk read and ``cancel`` (an Event)
@@ -319,40 +336,54 @@ class RemoteBuffer:
     of a copy, as a slice of a mapping's memoryview would be).
 
     A scanner that walks keys reads byte by byte at scattered places (the header of each ONNX tensor, its
-    payload skipped): an index outside the current window fetches a window of :data:`PROBE` bytes from
-    there (:meth:`RemoteStorage.probe`, not cached), and slices inside the window are served from it.
+    payload skipped): an index outside the windows held fetches a window of :data:`PROBE` bytes from
+    there (:meth:`RemoteStorage.probe`, not cached), and slices inside a window are served from it. The
+    last :data:`WINDOWS` windows are held: a scanner of nested messages goes back to a message's start
+    after it has looked past its end (a Constant node's tensor, then the next node).
     """
 
-    __slots__ = ("storage", "size", "_win", "_at")
+    __slots__ = ("storage", "size", "_wins")
 
     def __init__(self, storage: RemoteStorage) -> None:
         self.storage = storage
         self.size = storage.size
-        self._win = b""
-        self._at = 0
+        self._wins: list[tuple[int, bytes]] = []
+        """(offset, bytes), the latest first."""
 
     def __len__(self) -> int:
         return self.size
 
+    def _window(self, start: int, stop: int) -> tuple[int, bytes] | None:
+        for k, (at, win) in enumerate(self._wins):
+            if at <= start and stop <= at + len(win):
+                if k:
+                    self._wins.insert(0, self._wins.pop(k))
+                return at, win
+        return None
+
+    def _fetch(self, start: int) -> tuple[int, bytes]:
+        got = (start, self.storage.probe(start, PROBE))
+        self._wins.insert(0, got)
+        del self._wins[WINDOWS:]
+        return got
+
     def __getitem__(self, key):
-        at, win = self._at, self._win
         if isinstance(key, slice):
             start, stop, step = key.indices(self.size)
             if step != 1:
                 raise ValueError("no strided slices of a remote file")
             if stop <= start:
                 return memoryview(b"")
-            if at <= start and stop <= at + len(win):
+            held = self._window(start, stop)
+            if held is not None:
+                at, win = held
                 return memoryview(win)[start - at:stop - at]
-            if stop - start <= PROBE // 2:  # a field across the window's end: a new window from there
-                self._win = win = self.storage.probe(start, PROBE)
-                self._at = start
+            if stop - start <= PROBE // 2:  # a field across a window's end: a new window from there
+                _at, win = self._fetch(start)
                 return memoryview(win)[:stop - start]
             return memoryview(self.storage.read(start, stop - start))
         i = key + self.size if key < 0 else key
         if not 0 <= i < self.size:
             raise IndexError("remote file index out of range")
-        if not at <= i < at + len(win):
-            self._win = win = self.storage.probe(i, PROBE)
-            self._at = at = i
-        return win[i - at]
+        held = self._window(i, i + 1) or self._fetch(i)
+        return held[1][i - held[0]]
