@@ -99,25 +99,6 @@ def test_inputs_pass_flags_undefined_inputs_and_finds_the_order():
     assert [d[i] for i in range(4)] == [[2], [3], [1], [3]]
 
 
-@compiled
-def test_inputs_pass_over_outputs_and_definitions_apart_is_the_merged_pass():
-    """The rules hand a large graph's outputs and its inputs/initializers over apart (no merged copy of 10^6
-    names): each input is found in either, "" and undefined names flag as with one merged dict."""
-    from types import SimpleNamespace
-
-    ins = [["x", ""], ["a", "w"], ["b", "nowhere"], ["a", "c", ""], [], ["w", "gone", "x"]]
-    small, producer = {"x": -1, "w": -1}, {"a": 3, "b": 1, "c": 5}
-    merged = {**producer, **small}
-    ref_flagged: set = set()
-    ref = depsort.inputs_pass(ins, merged, ref_flagged)
-    flagged: set = set()
-    got = depsort.inputs_pass(ins, SimpleNamespace(defs=small, outputs=producer), flagged)
-    assert flagged == ref_flagged == {2, 5}
-    assert [a.tolist() for a in got[:2]] == [a.tolist() for a in ref[:2]]
-    assert got[1].tolist() == [-1, -2, 3, -1, 1, -2, 3, 5, -2, -1, -2, -1]
-    assert got[2] is ref[2] is False
-
-
 def _summary(doc) -> tuple:
     return (doc.model.graph.order, [(p.kind, p.where, p.message) for p in doc.problems],
             [(f.code, f.where) for f in doc.findings])

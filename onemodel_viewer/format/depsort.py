@@ -57,37 +57,20 @@ class Deps:
         return out[:emitted].tolist(), emitted
 
 
-def inputs_pass(ins_col: list, defs, flagged: set) -> tuple["np.ndarray", "np.ndarray", bool]:
+def inputs_pass(ins_col: list, defs: dict, flagged: set) -> tuple["np.ndarray", "np.ndarray", bool]:
     """(each input's node, each input's definition: node index, -1 outside the nodes, -2 none; in order).
 
-    ``defs``: every definition (a dict: name -> node index, -1 outside the nodes), or an object with
-    ``outputs`` (the node outputs: name -> node index) and ``defs`` (the graph's inputs and initializers:
-    -1), whose names do not overlap (``rules._Defined``): the outputs are looked up first, then the few
-    names they miss in ``defs`` (no merged copy of 10^6 outputs). Adds to ``flagged`` every node with a
-    non-empty input no definition names."""
+    Adds to ``flagged`` every node with a non-empty input no definition names."""
     import numpy as np
 
     n = len(ins_col)
     counts = np.fromiter(map(len, ins_col), dtype=np.int64, count=n)
-    total = int(counts.sum())
-    first, rest = (defs, None) if isinstance(defs, dict) else (defs.outputs, defs.defs)
-    found = np.fromiter(map(first.get, chain.from_iterable(ins_col), repeat(-2)), dtype=np.int64, count=total)
+    names = list(chain.from_iterable(ins_col))
+    found = np.fromiter(map(defs.get, names, repeat(-2)), dtype=np.int64, count=len(names))
     node_of = np.repeat(np.arange(n, dtype=np.int64), counts)
-    missing = np.flatnonzero(found == -2)
-    if missing.size:
-        starts = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(counts, out=starts[1:])
-        nodes = node_of[missing]
-        names = [ins_col[i][k] for i, k in zip(nodes.tolist(), (missing - starts[nodes]).tolist())]
-        if rest is not None:
-            again = np.fromiter(map(rest.get, names, repeat(-2)), dtype=np.int64, count=len(names))
-            found[missing] = again
-            keep = again == -2
-            names = [x for x, m in zip(names, keep.tolist()) if m]
-            nodes = nodes[keep]
-        for i, x in zip(nodes.tolist(), names):
-            if x:  # "" is an omitted operand, not a reference
-                flagged.add(i)
+    for k in np.flatnonzero(found == -2).tolist():
+        if names[k]:  # "" is an omitted operand, not a reference
+            flagged.add(int(node_of[k]))
     in_order = not bool(np.any(found >= node_of))
     return node_of, found, in_order
 

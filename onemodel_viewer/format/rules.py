@@ -55,7 +55,7 @@ class _Defined:
 
     __slots__ = ("defs", "outputs")
 
-    def __init__(self, defs: dict, outputs: set | dict) -> None:
+    def __init__(self, defs: dict, outputs: set) -> None:
         self.defs = defs
         self.outputs = outputs
 
@@ -137,15 +137,12 @@ class Resolver:
             elif name not in defs:
                 self.bad(Kind.INVALID_MODEL, f"{f.where}.outputs[{i}]", f"function output {name!r} is not defined")
 
-    def define_outputs(self, outputs: Sequence, where_of, defs: dict, merge: bool = True) -> tuple[dict[str, int], "dict | _Defined"]:
+    def define_outputs(self, outputs: Sequence, where_of, defs: dict) -> tuple[dict[str, int], dict]:
         """Define each node's outputs (``outputs[i]``: node i's output names; ``where_of(i)``: node i's
         where) after the names of ``defs``; return ({output name: index of the node that defines it},
-        every definition: ``defs`` itself, or a new dict; with ``merge`` False, when no output needs a
-        report, a :class:`_Defined` over ``defs`` and the producer map: a membership test, not a copy)."""
+        every definition: ``defs`` itself, or a new dict)."""
         producer = {o: i for i, outs in enumerate(outputs) for o in outs}
         if len(producer) == sum(map(len, outputs)) and "" not in producer and producer.keys().isdisjoint(defs):
-            if not merge:  # 2M outputs: no copy of the 2M-entry map (~0.5 s CPU)
-                return producer, _Defined(defs, producer)
             # every output distinct, non-empty and new: nothing to report. A copy of the node outputs
             # plus the few inputs and initializers, not 10^6 inserts into defs (1M outputs: 418 -> 57 ms)
             merged = dict(producer)
@@ -238,13 +235,12 @@ class Resolver:
         else:
             lists = lists or columns.lists()
             ins_col, outs_col = lists[0], lists[1]
-            big = depsort.available(len(ins_col))
-            producer, defs = self.define_outputs(outs_col, where_of, defs, merge=not big)
+            producer, defs = self.define_outputs(outs_col, where_of, defs)
             # One pass over every input: an input not defined here flags its node for the per-node walk
             # (which reports in node order, or finds it in an enclosing graph); an input defined by this
             # node or a later one means the nodes are not stored in dependency order. Typical graphs
             # flag only the nodes with subgraphs/refs.
-            if big:  # in arrays, the sort in C (depsort's docstring)
+            if depsort.available(len(ins_col)):  # in arrays, the sort in C (depsort's docstring)
                 arrays = depsort.inputs_pass(ins_col, defs, flagged)
                 in_order = arrays[2]
             else:
