@@ -48,8 +48,9 @@ def plan(model: Model, align: int = DEFAULT_ALIGN, warn: Callable[[str], None] |
     model has no ORT form (an operator onnx has no schema for, over 2 GiB...)."""
     check_align(align)
     with no_cyclic_gc():
-        mp, sources = prepare(model, warn or (lambda _msg: None))
-        root = build(mp, sources)
+        warn = warn or (lambda _msg: None)
+        mp, sources = prepare(model, warn)
+        root = build(mp, sources, warn)
         del mp
         return layout(root, align)
 
