@@ -185,7 +185,7 @@ class Builder:
             schema = schema_for(n.op_type, n.domain, self.opsets, nw)
             self.ops.setdefault(op_id(onnx_domain(n.domain), n.op_type, schema.since_version), schema)
             if needs_inserted_casts(n, types):
-                self.cast_only.append(f"{n.op_type} at {nw}")
+                self.cast_only.append((n.op_type, nw))
             nodes.append(Table("Node", name=n.name, doc_string=n.doc_string or None, domain=n.domain,
                                since_version=schema.since_version, index=i, op_type=n.op_type, type=0,
                                inputs=list(n.input), outputs=list(n.output), attributes=attrs,
@@ -267,8 +267,8 @@ def build(mp, sources: list[Tensor], warn=None) -> Table:
     root = b.model()
     if b.cast_only and warn is not None:
         n = len(b.cast_only)
-        shown = ", ".join(b.cast_only[:3]) + (f" and {n - 3} more" if n > 3 else "")
-        warn(f"{n} float16 node{'s' if n != 1 else ''} ONNX Runtime's CPU build may have no float16 kernel for ({shown}): "
-             "it runs such nodes through casts it inserts when it loads an .onnx, but refuses them in an .ort "
-             "('Could not find an implementation'); builds with float16 kernels (CUDA...) load it")
+        ops = sorted({op for op, _w in b.cast_only})
+        shown = ", ".join(ops[:4]) + (f" and {len(ops) - 4} more" if len(ops) > 4 else "")
+        warn(f"{n} float16 node{'s' if n != 1 else ''} of {shown} (first: {b.cast_only[0][1]}): ONNX Runtime's CPU build "
+             "runs them only via casts it adds loading an .onnx; it may refuse this .ort")
     return root
