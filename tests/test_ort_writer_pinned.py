@@ -1,5 +1,5 @@
 """The exact bytes ``write_ort`` writes, pinned: a SHA-256 prefix per model and alignment, taken from the
-writer as first merged (before the speed work of issue 26). Any change in the layout (table order,
+writer as first merged (commit 490a6df, before the speed work of issue 26). Any change in the layout (table order,
 vtable sharing, string placement, padding, payload positions) fails here; if one is ever meant, it
 must be checked again against ONNX Runtime (tests/test_ort_writer.py) before the pins are renewed.
 
