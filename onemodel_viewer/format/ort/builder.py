@@ -17,6 +17,7 @@ from ..errors import FormatError, Kind
 from ..schema import Tensor
 from .fbs import ENUMS
 from .expand import body_input_types, tensor_type_proto
+from .fp16_casts import needs_inserted_casts
 from .formal_inputs import input_arg_counts, onnx_domain, schema_for
 from .kernel_types import op_id, resolver_table
 from .prepare import MARKER
@@ -82,6 +83,7 @@ class Builder:
         self.sources = sources
         self.opsets = {onnx_domain(o.domain): o.version for o in mp.opset_import}
         self.ops: dict[str, object] = {}
+        self.cast_only: list[str] = []  # float16 nodes ONNX Runtime's CPU build runs only through its own casts
 
     # tensors ------------------------------------------------------------------------------------
     def tensor(self, t, where: str) -> Table:
@@ -182,6 +184,8 @@ class Builder:
             implicit = list(dict.fromkeys(implicit))
             schema = schema_for(n.op_type, n.domain, self.opsets, nw)
             self.ops.setdefault(op_id(onnx_domain(n.domain), n.op_type, schema.since_version), schema)
+            if needs_inserted_casts(n, types):
+                self.cast_only.append((n.op_type, nw))
             nodes.append(Table("Node", name=n.name, doc_string=n.doc_string or None, domain=n.domain,
                                since_version=schema.since_version, index=i, op_type=n.op_type, type=0,
                                inputs=list(n.input), outputs=list(n.output), attributes=attrs,
@@ -256,6 +260,15 @@ def _typed_fields(t) -> bool:
     return bool(t.float_data or t.int32_data or t.int64_data or t.double_data or t.uint64_data)
 
 
-def build(mp, sources: list[Tensor]) -> Table:
-    """The ``InferenceSession`` table of the prepared proto ``mp``."""
-    return Builder(mp, sources).model()
+def build(mp, sources: list[Tensor], warn=None) -> Table:
+    """The ``InferenceSession`` table of the prepared proto ``mp``. ``warn`` hears of float16 nodes ONNX
+    Runtime's CPU build will not load from an ``.ort`` (:mod:`.fp16_casts`)."""
+    b = Builder(mp, sources)
+    root = b.model()
+    if b.cast_only and warn is not None:
+        n = len(b.cast_only)
+        ops = sorted({op for op, _w in b.cast_only})
+        shown = ", ".join(ops[:4]) + (f" and {len(ops) - 4} more" if len(ops) > 4 else "")
+        warn(f"{n} float16 node{'s' if n != 1 else ''} of {shown} (first: {b.cast_only[0][1]}): ONNX Runtime's CPU build "
+             "runs them only via casts it adds loading an .onnx; it may refuse this .ort")
+    return root

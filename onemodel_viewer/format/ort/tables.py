@@ -74,8 +74,28 @@ class _Blob:
         self.pos = 0
 
 
+_NO_DEFAULT = object()
+"""Stands for "no default" in a field plan (sub-tables, vectors, strings are written whenever set)."""
+
+
 def _align(n: int, a: int) -> int:
     return (n + a - 1) & ~(a - 1)
+
+
+def _packer(fields: list[tuple]) -> tuple[struct.Struct, tuple]:
+    """The inline table of ``fields`` (``(field, kind, elem, offset)`` by offset) as one ``struct``: its soffset to
+    the vtable, then each field at its offset (zeros between); and ``(index, offset)`` of the uoffset fields."""
+    fmt, at, refs = ["<i"], 4, []
+    for i, (_f, kind, elem, off) in enumerate(fields):
+        fmt.append("x" * (off - at))
+        if kind == "scalar":
+            fmt.append(_FMT[elem][1])
+            at = off + _SIZE[elem]
+        else:
+            fmt.append("I")
+            at = off + 4
+            refs.append((i, off))
+    return struct.Struct("".join(fmt)), tuple(refs)
 
 
 class Layout:
@@ -102,13 +122,14 @@ class _Placer:
     def __init__(self) -> None:
         self.cursor = 8  # root uoffset + file identifier
         self.queue: deque = deque()
-        self.tables: list[tuple] = []  # (table, shape fields, values in that order, vtable pos)
+        self.tables: list[tuple] = []  # (table, its shape, values in the shape's field order)
         self.shapes: dict[tuple, tuple] = {}
         self.blobs: list[_Blob] = []
         self.vtables: dict[bytes, int] = {}
         self.vt_bytes: list[tuple[int, bytes]] = []
         self.payloads: list[Payload] = []
         self.strings: dict = {}
+        self.field_plans: dict[tuple, tuple] = {}
 
     def string(self, value) -> _Blob:
         """The one blob of this string (one copy of each distinct string, all placed after the tables)."""
@@ -143,22 +164,25 @@ class _Placer:
     def place(self, obj) -> None:
         if obj.pos:  # a shared table, placed at its first referrer's turn (every referrer is placed before it)
             return
-        if isinstance(obj, Payload):
+        cls = obj.__class__
+        if cls is Table:
+            self.place_table(obj)
+        elif cls is Payload:
             self.payloads.append(obj)
-            return
-        if isinstance(obj, _Blob):
-            if obj.kind == "string":
-                return  # placed after every table (see run)
-            if obj.align > 4:  # elements aligned, after the 4-byte length
-                obj.pos = _align(self.cursor + 4, obj.align) - 4
-            else:
-                obj.pos = _align(self.cursor, 4)
-            self.cursor = obj.pos + obj.size
-            self.blobs.append(obj)
-            if obj.kind == "vtable":
-                self.queue.extend(obj.items)
-            return
-        self.place_table(obj)
+        else:
+            self.place_blob(obj)
+
+    def place_blob(self, obj: "_Blob") -> None:
+        if obj.kind == "string":
+            return  # placed after every table (see run)
+        if obj.align > 4:  # elements aligned, after the 4-byte length
+            obj.pos = _align(self.cursor + 4, obj.align) - 4
+        else:
+            obj.pos = (self.cursor + 3) & -4
+        self.cursor = obj.pos + obj.size
+        self.blobs.append(obj)
+        if obj.kind == "vtable":
+            self.queue.extend(obj.items)
 
     def shape(self, name: str, present: tuple) -> tuple:
         """The inline layout of table ``name`` with the fields ``present``: ``(fields, vtable pos, inline
@@ -185,25 +209,41 @@ class _Placer:
             self.vtables[vtable] = vpos
             self.vt_bytes.append((vpos, vtable))
         widest = slots[0][0] if slots and slots[0][0] > 4 else 4
-        got = self.shapes[key] = (tuple(fields), vpos, off, widest)
+        got = self.shapes[key] = (tuple(fields), vpos, off, widest) + _packer(fields)
+        return got
+
+    def fields_of(self, name: str, names: tuple) -> tuple:
+        """Per field of a table ``name`` given ``names`` (in that order): ``(field, drop-if-equal default or a
+        marker, float32 default)``; computed once per table kind and field order."""
+        key = (name, names)
+        got = self.field_plans.get(key)
+        if got is None:
+            known = _FIELDS[name]
+            plan = []
+            for f in names:
+                info = known[f]  # KeyError: a field ort.fbs lacks (a writer bug)
+                scalar = info[1] == "scalar"
+                plan.append((f, info[3] if scalar else _NO_DEFAULT, scalar and info[2] == "float32"))
+            got = self.field_plans[key] = tuple(plan)
         return got
 
     def place_table(self, t: Table) -> None:
-        known = _FIELDS[t.name]
         fields = t.fields
         present = []
-        for name, value in fields.items():
+        for name, default, is_float in self.fields_of(t.name, tuple(fields)):
+            value = fields[name]
             if value is None:
                 continue
-            info = known[name]  # KeyError: a field ort.fbs lacks (a writer bug)
-            if info[1] == "scalar" and value == info[3] and (info[2] != "float32" or math.copysign(1.0, value) == 1.0):
+            if value == default and default is not _NO_DEFAULT and (not is_float or math.copysign(1.0, value) == 1.0):
                 continue  # the default is not written (-0.0 is not the default 0.0)
             present.append(name)
-        layout, vpos, size, widest = self.shape(t.name, tuple(present))
+        shape = self.shape(t.name, tuple(present))
+        layout, vpos, size, widest = shape[:4]
         t.pos = (self.cursor + widest - 1) & -widest
         self.cursor = t.pos + size
         values = []
         queue = self.queue
+        child = self.child
         for name, kind, elem, _off in layout:
             v = fields[name]
             if kind == "scalar":
@@ -212,15 +252,26 @@ class _Placer:
             if kind == "table":
                 v = v[1] if v.__class__ is tuple else v  # a union: (type code, table)
             else:
-                v = self.child(kind, elem, v)
+                v = child(kind, elem, v)
             values.append(v)
             queue.append(v)
-        self.tables.append((t, layout, values, vpos))
+        self.tables.append((t, shape, values))
 
     def run(self, root: Table) -> None:
-        self.queue.append(root)
-        while self.queue:
-            self.place(self.queue.popleft())
+        queue = self.queue
+        queue.append(root)
+        place_table, place_blob, payloads = self.place_table, self.place_blob, self.payloads
+        while queue:
+            obj = queue.popleft()
+            if obj.pos:  # a shared table, placed at its first referrer's turn (every referrer is placed before it)
+                continue
+            cls = obj.__class__
+            if cls is Table:
+                place_table(obj)
+            elif cls is Payload:
+                payloads.append(obj)
+            else:
+                place_blob(obj)
         cursor = self.cursor
         for blob in self.strings.values():  # strings have no children: after all tables, every offset is forward
             blob.pos = cursor = (cursor + 3) & -4
@@ -234,16 +285,13 @@ class _Placer:
         buf[4:8] = IDENTIFIER
         for pos, vt in self.vt_bytes:
             buf[pos:pos + len(vt)] = vt
-        pack = struct.pack_into
-        for t, layout, values, vpos in self.tables:
+        for t, shape, values in self.tables:
             p = t.pos
-            pack("<i", buf, p, p - vpos)
-            for (_name, kind, elem, o), value in zip(layout, values):
-                at = p + o
-                if kind == "scalar":
-                    pack(_FMT[elem], buf, at, value)
-                else:  # a payload's vector starts at its length, 4 bytes before its bytes
-                    pack("<I", buf, at, (value.pos - 4 if value.__class__ is Payload else value.pos) - at)
+            for i, o in shape[5]:  # a payload's vector starts at its length, 4 bytes before its bytes
+                v = values[i]
+                values[i] = (v.pos - 4 if v.__class__ is Payload else v.pos) - p - o
+            shape[4].pack_into(buf, p, p - shape[1], *values)
+        pack = struct.pack_into
         for b in self.blobs:
             p = b.pos
             k = b.kind
@@ -262,10 +310,8 @@ class _Placer:
                     for (_, moff, mtype), v in zip(b.elem, item):
                         pack(_FMT[mtype], buf, at + moff, v)
                     at += size
-            else:
-                for child in b.items:
-                    pack("<I", buf, at, child.pos - at)
-                    at += 4
+            elif b.items:
+                pack(f"<{len(b.items)}I", buf, at, *[c.pos - at - 4 * j for j, c in enumerate(b.items)])
         return buf
 
 
