@@ -181,6 +181,60 @@ def bomb(levels: int) -> bytes:
     return fb.finish(session(fb, g))
 
 
+def shared_vector_bomb(nodes: int, inputs: int, bad: bool = False) -> bytes:
+    """Regression (found by fuzzing, fuzz/README.md): one node's ``inputs`` vector of ``inputs`` entries,
+    listed ``nodes`` times in the graph. Valid entries (all the shared string "x"): nodes * inputs string
+    checks, within the table budget (a ~40 s hang before the work budget). ``bad``: every entry a zero
+    offset instead: strict stops at the first, diagnose reported nodes * inputs problems (the 60 s hang)."""
+    fb = FB()
+    x = fb.s("x")
+    ins = fb.vec([x] * inputs)
+    if bad:
+        ins_pos = len(fb.b.Bytes) - fb.b.Head()  # its 4 * inputs entries are zeroed after the finish
+    n = fb.table("Node", op_type=fb.s("Sum"), inputs=ins)
+    g = fb.table("Graph", nodes=fb.vec([n] * nodes))
+    data = bytearray(fb.finish(session(fb, g)))
+    if bad:
+        start = len(data) - ins_pos  # the vector's length field, counted from the end (the builder grows down)
+        assert struct.unpack_from("<I", data, start)[0] == inputs
+        data[start + 4:start + 4 + 4 * inputs] = bytes(4 * inputs)
+    return bytes(data)
+
+
+def work_cases() -> dict[str, tuple[bytes, str, str, int]]:
+    """The work-budget and problem-cap cases (``--work-only`` writes just these, leaving base.ort's)."""
+    out = {}
+    good = shared_vector_bomb(4000, 4000)
+    rep = Reporter(False)
+    Walker(good, len(good), rep).root()
+    p = rep.problems[0]
+    assert p.kind.value == U and "work budget" in p.message, p
+    out["shared-vector-bomb"] = (good, U, p.where, p.offset)
+    bad = shared_vector_bomb(4000, 4000, bad=True)
+    first = f"{G}.nodes[0].inputs[0]"
+    rep = Reporter(False)
+    Walker(bad, len(bad), rep).root()
+    assert rep.problems[0].where == first, rep.problems[0]
+    out["shared-bad-offsets"] = (bad, M, first, rep.problems[0].offset)
+    return out
+
+
+def write_work_cases() -> int:
+    path = os.path.join(OUT, "expected.json")
+    with open(path, encoding="utf-8") as f:
+        expected = json.load(f)
+    cases = work_cases()
+    for name, (data, kind, where, offset) in sorted(cases.items()):
+        fn = f"{kind}-{name}.ort"
+        with open(os.path.join(OUT, fn), "wb") as f:
+            f.write(data)
+        expected[fn] = [kind, where, offset]
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(expected, f, indent=1, sort_keys=True)
+        f.write("\n")
+    return len(cases)
+
+
 def other_schema(ident: bytes | None) -> bytes:
     """A valid flatbuffer of another schema: a root table (int32 0x41414141, a string)."""
     fb = FB()
@@ -240,6 +294,9 @@ def main() -> None:
         with open(os.path.join(OUT, "base.ort"), "rb") as f:
             n = write_findings(f.read())
         print(f"wrote {n} finding files to {os.path.relpath(OUT)}")
+        return
+    if "--work-only" in sys.argv[1:]:
+        print(f"wrote {write_work_cases()} work-budget files to {os.path.relpath(OUT)}")
         return
     base = base_ort()
     d = walk(base)
@@ -361,6 +418,8 @@ def main() -> None:
     case("types-nested-120", nested_types(120), U, *_deep_type(nested_types(120)))
     boom = bomb(40)
     case("shared-subtable-bomb", boom, U, *_budget_failure(boom))
+    for name, value in work_cases().items():
+        case(name, *value)
 
     expected = {}
     for name, (data, kind, where, offset) in sorted(out.items()):
