@@ -202,7 +202,8 @@ def shared_vector_bomb(nodes: int, inputs: int, bad: bool = False) -> bytes:
 
 
 def work_cases() -> dict[str, tuple[bytes, str, str, int]]:
-    """The work-budget and problem-cap cases (``--work-only`` writes just these, leaving base.ort's)."""
+    """Cases added after base.ort was made, built without regenerating it (``--work-only`` writes just
+    these): the work-budget and problem-cap cases, and what fuzzing found since."""
     out = {}
     good = shared_vector_bomb(4000, 4000)
     rep = Reporter(False)
@@ -216,6 +217,16 @@ def work_cases() -> dict[str, tuple[bytes, str, str, int]]:
     Walker(bad, len(bad), rep).root()
     assert rep.problems[0].where == first, rep.problems[0]
     out["shared-bad-offsets"] = (bad, M, first, rep.problems[0].offset)
+    # found by fuzzing: an attribute's vtable slot for `type` pointing far past the file; diagnose mode's
+    # second problem ("attribute without a type") had an offset outside the file
+    with open(os.path.join(OUT, "base.ort"), "rb") as f:
+        base = f.read()
+    g = walk(base)["model"]["graph"]
+    i = next(i for i, n in enumerate(g["nodes"]) if n.get("attributes"))
+    attr = g["nodes"][i]["attributes"][0]
+    at = attr["@vt"] + slot("Attribute", "type")
+    out["attribute-type-past-file"] = (bytes(put(bytearray(base), "<H", at, 0x8000)), M,
+                                       f"{G}.nodes[{i}].attributes[0].type", at)
     return out
 
 

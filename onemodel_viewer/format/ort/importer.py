@@ -62,7 +62,8 @@ def field_pos(buf, d: dict, table: str, name: str) -> int:
     vo = _VO[table][name]
     vsize = struct.unpack_from("<H", buf, vt)[0]
     fo = struct.unpack_from("<H", buf, vt + vo)[0] if vo < vsize else 0
-    return d["@"] + fo if fo else d["@"]
+    # a slot the verifier refused (the field lies past its table, even past the file): the table's offset
+    return d["@"] + fo if fo and d["@"] + fo < len(buf) else d["@"]
 
 
 def target_pos(buf, d: dict, table: str, name: str) -> int:
