@@ -30,7 +30,7 @@ sys.path.pop(0)
 
 HANG_S = 30
 MEMORY = 256 << 20
-BUDGET = {"onemodel": 60, "onnx": 120, "ort": 120, "writer": 60, "patch": 80, "text": 200}
+BUDGET = {"onemodel": 40, "onnx": 100, "ort": 60, "writer": 60, "patch": 60, "text": 200}
 SEEDS = {name: targets.seed_blobs(name) for name in targets.TARGETS}
 
 
