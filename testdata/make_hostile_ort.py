@@ -225,6 +225,14 @@ def work_cases() -> dict[str, tuple[bytes, str, str, int]]:
     i = next(i for i, n in enumerate(g["nodes"]) if n.get("attributes"))
     attr = g["nodes"][i]["attributes"][0]
     at = attr["@vt"] + slot("Attribute", "type")
+    # found by the onnx fuzz target (the same defect in .ort): a model without ir_version was accepted and
+    # the OneModel writer then refused it
+    fb = FB()
+    g = fb.table("Graph")
+    op = fb.table("OperatorSetId", domain=fb.s(""), version=17)
+    model = fb.table("Model", opset_import=fb.vec([op]), graph=g)
+    data = fb.finish(fb.table("InferenceSession", ort_version=fb.s("6"), model=model))
+    out["ir-version-missing"] = (data, I, f"{MD}.ir_version", walk(data)["model"]["@"])
     out["attribute-type-past-file"] = (bytes(put(bytearray(base), "<H", at, 0x8000)), M,
                                        f"{G}.nodes[{i}].attributes[0].type", at)
     return out

@@ -134,7 +134,7 @@ def test_flatbuffer_mutator_reaches_shared_vectors():
 
 def _corpus_files() -> list[Path]:
     h = ROOT / "testdata" / "hostile"
-    files = sorted(h.glob("*.onemodel")) + sorted((h / "ort").glob("*.ort"))
+    files = sorted(h.glob("*.onemodel")) + sorted((h / "ort").glob("*.ort")) + sorted((h / "onnx").glob("*.onnx"))
     files += sorted((ROOT / "testdata" / "external").glob("*/*.onnx"))
     return [p for p in files if p.stat().st_size < 2 << 20]
 
@@ -149,3 +149,23 @@ def test_hostile_corpus_keeps_the_invariants(path):
         targets.rendered_safely(doc)
     finally:
         doc.close()
+
+
+ONNX_HOSTILE = ROOT / "testdata" / "hostile" / "onnx"
+ONNX_EXPECTED = __import__("json").loads((ONNX_HOSTILE / "expected.json").read_text())
+
+
+@pytest.mark.parametrize("name", sorted(ONNX_EXPECTED))
+def test_onnx_findings_fail_at_their_where(name):
+    """ONNX inputs the onnx target found (testdata/hostile/onnx): strict raises the pinned kind and where,
+    and diagnose mode has exactly that one problem. Regression: a model without ``ir_version`` was accepted
+    by the reader and then refused by the OneModel writer (``--convert`` failed on a "valid" file)."""
+    from onemodel_viewer import format as omf
+
+    want = ONNX_EXPECTED[name]
+    assert sorted(p.name for p in ONNX_HOSTILE.glob("*.onnx")) == sorted(ONNX_EXPECTED)
+    with pytest.raises(omf.FormatError) as e:
+        omf.open(ONNX_HOSTILE / name)
+    assert (e.value.kind.value, e.value.where) == (want["kind"], want["where"])
+    with omf.open(ONNX_HOSTILE / name, mode="diagnose") as doc:
+        assert [(p.kind.value, p.where) for p in doc.problems] == [(want["kind"], want["where"])]

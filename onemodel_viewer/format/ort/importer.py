@@ -175,6 +175,9 @@ class Importer:
             if e is not None:
                 ew = f"{w}.metadata_props[{i}]"
                 metadata.append((self.text(e, "key", "StringStringEntry", ew), self.text(e, "value", "StringStringEntry", ew)))
+        if m.get("ir_version", 0) < 3:  # as OneModel (section 2.1) and ONNX: no model is written without one
+            self.bad(Kind.INVALID_MODEL, w + ".ir_version", field_pos(self.buf, m, "Model", "ir_version"),
+                     f"ir_version {m.get('ir_version', 0)} is below 3")
         if not self.need(m, "graph", "Model", w):
             return None
         graph = self.graph(m["graph"], w + ".graph", 1, doc=self.text(m, "graph_doc_string", "Model", w))
