@@ -233,6 +233,14 @@ def work_cases() -> dict[str, tuple[bytes, str, str, int]]:
     model = fb.table("Model", opset_import=fb.vec([op]), graph=g)
     data = fb.finish(fb.table("InferenceSession", ort_version=fb.s("6"), model=model))
     out["ir-version-missing"] = (data, I, f"{MD}.ir_version", walk(data)["model"]["@"])
+    # the onnx target's sparse finding, in .ort: dense dims of 2^62 elements, refused only by the OneModel reader
+    fb = FB()
+    vals = fb.table("Tensor", name=fb.s("sv"), dims=fb.vec64([1]), data_type=1, raw_data=fb.b.CreateByteVector(bytes(4)))
+    idx = fb.table("Tensor", name=fb.s("si"), dims=fb.vec64([1]), data_type=7, raw_data=fb.b.CreateByteVector(bytes(8)))
+    sp = fb.table("SparseTensor", values=vals, indices=idx, dims=fb.vec64([1 << 31, 1 << 31]))
+    data = fb.finish(session(fb, fb.table("Graph", sparse_initializers=fb.vec([sp]))))
+    s0 = walk(data)["model"]["graph"]["sparse_initializers"][0]
+    out["sparse-dims-2pow62"] = (data, U, f"{G}.sparse_initializers[0].dims", target_pos(data, s0, "SparseTensor", "dims"))
     out["attribute-type-past-file"] = (bytes(put(bytearray(base), "<H", at, 0x8000)), M,
                                        f"{G}.nodes[{i}].attributes[0].type", at)
     return out

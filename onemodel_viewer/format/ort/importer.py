@@ -353,6 +353,12 @@ class Importer:
         values = self.tensor(s["values"], w + ".values")
         indices = self.tensor(s["indices"], w + ".indices")
         dims = tuple(s.get("dims") or ())
+        count = 1
+        for d in dims:  # bounded: as the OneModel reader, which refuses the written file otherwise
+            if count < MAX_COUNT and d >= 0:
+                count *= d
+        if count >= MAX_COUNT and 0 not in dims:
+            self.bad(Kind.UNSUPPORTED, w + ".dims", target_pos(self.buf, s, "SparseTensor", "dims"), "element count is 2^60 or more")
         return SparseTensor(values, indices, dims, w)
 
     def tensor(self, t: dict, w: str) -> Tensor:
