@@ -17,6 +17,7 @@ Each returns bytes no longer than ``max_size``; a seed that does not parse falls
 
 from __future__ import annotations
 
+import copy
 import json
 import random
 import struct
@@ -235,8 +236,10 @@ def mutate_protobuf(data: bytes, rng: random.Random, max_size: int = 1 << 20) ->
             f[2] = rng.choice(HOSTILE_STRINGS).encode("utf-8", "surrogatepass") if rng.random() < 0.7 \
                 else str(rng.choice(INTERESTING)).encode()
         elif op == 4:
+            # swap two fields' values, as copies: g may sit inside f (or f inside g), and swapping the lists
+            # themselves made a field contain itself (serialise then recursed without end)
             g = rng.choice(spots)[1]
-            f[2], g[2], f[1], g[1] = g[2], f[2], g[1], f[1]
+            f[2], g[2], f[1], g[1] = copy.deepcopy(g[2]), copy.deepcopy(f[2]), g[1], f[1]
         else:
             f[0] = rng.choice((f[0], f[0] + 1, 1, 2, 5, 7, 8, 13, 14, 20))
     return serialise(fields)[:max_size]

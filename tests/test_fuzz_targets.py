@@ -169,3 +169,16 @@ def test_onnx_findings_fail_at_their_where(name):
     assert (e.value.kind.value, e.value.where) == (want["kind"], want["where"])
     with omf.open(ONNX_HOSTILE / name, mode="diagnose") as doc:
         assert [(p.kind.value, p.where) for p in doc.problems] == [(want["kind"], want["where"])]
+
+
+def test_protobuf_mutator_survives_chains():
+    """Regression: swapping two fields where one sat inside the other made a message contain itself, and
+    serialising it recursed without end (three onnx campaign runs died in the mutator). Chains of mutations
+    of mutations must keep producing bytes."""
+    rng = random.Random(7)
+    pool = list(SEEDS["onnx"])
+    for _ in range(600):
+        data = mutators.mutate_protobuf(rng.choice(pool), rng)
+        assert isinstance(data, bytes)
+        if rng.random() < 0.3:
+            pool.append(data)
