@@ -218,6 +218,12 @@ def _all_fields(fields: list, out: list) -> list:
     return out
 
 
+def swap_fields(f: list, g: list) -> None:
+    """Swap two parsed fields' wire types and values, as copies: one may sit inside the other, and swapping
+    the lists themselves made a field contain itself (serialising it then recursed without end)."""
+    f[2], g[2], f[1], g[1] = copy.deepcopy(g[2]), copy.deepcopy(f[2]), g[1], f[1]
+
+
 def mutate_protobuf(data: bytes, rng: random.Random, max_size: int = 1 << 20) -> bytes:
     fields = parse_fields(data)
     if not fields:
@@ -236,10 +242,7 @@ def mutate_protobuf(data: bytes, rng: random.Random, max_size: int = 1 << 20) ->
             f[2] = rng.choice(HOSTILE_STRINGS).encode("utf-8", "surrogatepass") if rng.random() < 0.7 \
                 else str(rng.choice(INTERESTING)).encode()
         elif op == 4:
-            # swap two fields' values, as copies: g may sit inside f (or f inside g), and swapping the lists
-            # themselves made a field contain itself (serialise then recursed without end)
-            g = rng.choice(spots)[1]
-            f[2], g[2], f[1], g[1] = copy.deepcopy(g[2]), copy.deepcopy(f[2]), g[1], f[1]
+            swap_fields(f, rng.choice(spots)[1])
         else:
             f[0] = rng.choice((f[0], f[0] + 1, 1, 2, 5, 7, 8, 13, 14, 20))
     return serialise(fields)[:max_size]
