@@ -54,8 +54,11 @@ def _block(b: int, x: str) -> tuple[list[str], str]:
     return out, v(9)
 
 
-def write(path: str, nodes: int) -> dict:
-    """Write the model with ``nodes`` nodes (rounded up to a multiple of 10) to ``path``; a summary."""
+def write(path: str, nodes: int, reverse: bool = False) -> dict:
+    """Write the model with ``nodes`` nodes (rounded up to a multiple of 10) to ``path``; a summary.
+
+    ``reverse``: the nodes stored in reverse dependency order (the last node first: ``--check``
+    reports ``out-of-order`` and sorts them)."""
     blocks = max(1, -(-nodes // BLOCK))
     parts: list[bytes] = [
         b'{"format":"onemodel","version":1,"ir_version":8,"producer_name":"omv-bench-graph",'
@@ -74,9 +77,10 @@ def write(path: str, nodes: int) -> dict:
     step = 10_000
     for start in range(0, blocks, step):
         texts = []
-        for b in range(start, min(blocks, start + step)):
-            t, x = _block(b, x)
-            texts.extend(t)
+        span = range(start, min(blocks, start + step))
+        for b in (reversed(range(blocks - span.stop, blocks - span.start)) if reverse else span):
+            t, x = _block(b, "x" if b == 0 else f"v{b - 1}.9")
+            texts.extend(t[::-1] if reverse else t)
         parts.append((("," if start else "") + ",".join(texts)).encode())
     parts.append(b"]}}")
     manifest = b"".join(parts)
@@ -96,9 +100,10 @@ def write(path: str, nodes: int) -> dict:
             "file_bytes": data_off + data_len, "generator": GENERATOR_VERSION, "path": path}
 
 
-def ensure(nodes: int, out: str, *, quiet: bool = False) -> dict:
-    """``OUT/graph-<nodes>/model.onemodel``, written unless an up-to-date one is there; its summary."""
-    out_dir = os.path.join(out, f"graph-{nodes}")
+def ensure(nodes: int, out: str, *, quiet: bool = False, reverse: bool = False) -> dict:
+    """``OUT/graph-<nodes>/model.onemodel`` (``graph-<nodes>-reversed``: nodes in reverse dependency order),
+    written unless an up-to-date one is there; its summary."""
+    out_dir = os.path.join(out, f"graph-{nodes}" + ("-reversed" if reverse else ""))
     path = os.path.join(out_dir, "model.onemodel")
     stamp = os.path.join(out_dir, "summary.json")
     if os.path.exists(stamp) and os.path.exists(path):
@@ -109,7 +114,7 @@ def ensure(nodes: int, out: str, *, quiet: bool = False) -> dict:
             return summary
     os.makedirs(out_dir, exist_ok=True)
     t0 = time.perf_counter()
-    summary = write(path, nodes) | {"requested": nodes}
+    summary = write(path, nodes, reverse) | {"requested": nodes}
     if not quiet:
         print(f"wrote {path}: {summary['nodes']:,} nodes, {summary['tensors']:,} tensors, "
               f"{summary['manifest_bytes'] / 1e6:.0f} MB manifest in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
@@ -122,9 +127,10 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.make_graphs", description=__doc__.split("\n\n")[0])
     ap.add_argument("--nodes", type=int, action="append", help="node count (repeatable; default 100000)")
     ap.add_argument("--out", default="/tmp/omv-bench", help="output directory (default /tmp/omv-bench)")
+    ap.add_argument("--reverse", action="store_true", help="nodes in reverse dependency order (graph-<N>-reversed)")
     args = ap.parse_args(argv)
     for n in args.nodes or [100_000]:
-        print(json.dumps(ensure(n, args.out), indent=1))
+        print(json.dumps(ensure(n, args.out, reverse=args.reverse), indent=1))
     return 0
 
 

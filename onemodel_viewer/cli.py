@@ -1,6 +1,6 @@
 """Command line: argument parsing and dispatch. Heavy imports happen per command.
 
-Contract (scripts rely on it; see README):
+Contract (scripts rely on it; see docs/cli.md):
 
 =====================================================  ==========================================
 ``onemodel-view FILE``                                 the viewer (0)
@@ -13,6 +13,7 @@ Contract (scripts rely on it; see README):
 ``onemodel-view --shrink IN OUT [--seconds N]``        0 written, 1 nothing to shrink or error
 ``onemodel-view --extract FILE NAME OUT.npy``          0 written, 1 error
 ``onemodel-view --stats [--json] FILE``                0 done, 1 error
+``onemodel-view --graph FILE OUT.(dot|svg) [--depth N]`` 0 written, 1 error, 2 usage
 =====================================================  ==========================================
 """
 
@@ -26,18 +27,19 @@ import sys
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="onemodel-view",
-        description="View, check, diff and convert OneModel (.onemodel) and ONNX files.",
+        description="View, check, diff and convert OneModel (.onemodel), ONNX and ONNX Runtime (.ort) files.",
     )
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--check", action="store_true", help="validate FILE... and report every problem")
     mode.add_argument("--diff", action="store_true", help="compare two files A B")
     mode.add_argument("--convert", action="store_true", help="convert SRC.onnx to DST.onemodel")
-    mode.add_argument("--export", action="store_true", help="export SRC.onemodel to DST.onnx")
+    mode.add_argument("--export", action="store_true", help="export SRC (.onemodel, .onnx or .ort) to DST.onnx, or to an ONNX Runtime file when DST ends in .ort")
     mode.add_argument("--patch", action="store_true",
                       help="write IN with EDITs as OUT: header.<field>=N, <manifest path>=<JSON>, bytes@<offset>=<hex>, truncate=N")
     mode.add_argument("--shrink", action="store_true", help="write a small OUT that fails like IN's first problem")
     mode.add_argument("--extract", action="store_true", help="write tensor NAME of FILE to OUT.npy")
     mode.add_argument("--stats", action="store_true", help="statistics of every tensor of FILE")
+    mode.add_argument("--graph", action="store_true", help="draw FILE as OUT.dot or OUT.svg (--depth N|full)")
     p.add_argument("--json", action="store_true", help="machine-readable output (--check, --diff, --patch, --stats)")
     p.add_argument("--raw", action="store_true", help="--patch: keep the header as it is after manifest edits")
     p.add_argument("--seconds", type=float, default=60.0, help="--shrink: time budget (default 60)")
@@ -45,15 +47,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--top", type=int, metavar="N", default=None,
                    help="--diff --summary: list the N most-changed tensors (default 20)")
     p.add_argument("--strict", action="store_true", help="--check: findings count as failures too")
+    p.add_argument("--depth", metavar="N", default=None, help="--graph: scope depth drawn, or 'full' (default: at most ~200 boxes)")
     ex = p.add_argument_group("--export external data")
     ex.add_argument("--external-data", nargs="?", const="", default=None, metavar="LOCATION",
                     help="weights to LOCATION (default DST.data, relative to DST's folder; give it as --external-data=LOC)")
     ex.add_argument("--size-threshold", metavar="BYTES", default=None, help="tensors of at least BYTES go external (default 1024)")
-    ex.add_argument("--align", metavar="N", default=None, help="every external offset a multiple of N, a power of two (default 4096)")
+    ex.add_argument("--align", metavar="N", default=None, help="every external offset a multiple of N, a power of two (default 4096); "
+                    "DST.ort: every tensor payload's offset (default 64)")
     ex.add_argument("--max-file-size", metavar="SIZE", default=None,
                     help="split weights over LOCATION, LOCATION.1... each at most SIZE (1MiB, 2G...) unless one tensor is larger")
     ex.add_argument("--keep-external", action="store_true",
                     help="tensors already external in an .onnx SRC keep pointing at their files; the others go to DST.data")
+    p.add_argument("--download", action="store_true", help="a URL whose server ignores Range: fetch it once to a temporary file")
+    p.add_argument("--deep", action="store_true", help="--check of a URL: fetch padding and unowned bytes for their findings too")
     p.add_argument("files", nargs="*", metavar="FILE")
     from . import __version__
 
@@ -63,6 +69,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _export_options(parser, args):
     """The ExternalOptions the --export flags ask for (None: none given); usage errors are argparse's."""
+    if args.export and args.files[-1:] and args.files[-1].lower().endswith(".ort"):
+        return None  # DST.ort: run_export_ort reads --align (and refuses the external-data flags) itself
     given = [f for f, v in (("--external-data", args.external_data), ("--size-threshold", args.size_threshold),
                             ("--align", args.align), ("--max-file-size", args.max_file_size)) if v is not None]
     if args.keep_external:
@@ -104,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     files = args.files
-    _one_shot = bool(args.check or args.convert or args.export or args.patch or args.shrink or args.extract or args.stats
+    _one_shot = bool(args.check or args.convert or args.export or args.patch or args.shrink or args.extract or args.stats or args.graph
                      or (args.diff and (args.json or args.summary)))
 
     def need(n: int | None, what: str) -> None:
@@ -125,7 +133,17 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--top needs a count of 0 or more")
     if args.strict and not args.check:
         parser.error("--strict goes with --check")
+    if args.depth is not None and not args.graph:
+        parser.error("--depth goes with --graph")
     export_options = _export_options(parser, args)
+    if args.deep and not args.check:
+        parser.error("--deep goes with --check")
+    if any("://" in f for f in files):  # URLs: format/remote (fsspec for s3, gs, hf) is imported for them only
+        from .commands.remote import prepare
+
+        if prepare(files, download=args.download, deep=args.deep,
+                   progress=bool(args.diff or args.stats or args.convert or args.export or args.extract)):
+            return 1
 
     try:
         if args.check:
@@ -138,6 +156,10 @@ def main(argv: list[str] | None = None) -> int:
             from .commands.convert import run_convert
 
             return run_convert(files[0], files[1])
+        if args.export and len(files) == 2 and files[1].lower().endswith(".ort"):
+            from .commands.convert import run_export_ort
+
+            return run_export_ort(files[0], files[1], args, parser)
         if args.export:
             need(2, "--export needs SRC.onemodel DST.onnx")
             from .commands.convert import run_export
@@ -164,6 +186,10 @@ def main(argv: list[str] | None = None) -> int:
             from .commands.stats import run_stats
 
             return run_stats(files[0], as_json=args.json)
+        if args.graph:
+            need(2, "--graph needs FILE OUT.dot (or OUT.svg)")
+            from .commands.graph import run_graph
+            return run_graph(files[0], files[1], args.depth)
         if args.diff:
             need(2, "--diff needs two files A B")
             if args.json or args.summary:

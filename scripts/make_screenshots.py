@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Make the README's SVG screenshots of the viewer from the bundled test files.
+"""Make the SVG screenshots of the viewer (screenshots/, shown in docs/) from the bundled test files.
 
     python scripts/make_screenshots.py [OUT_DIR [NAME...]]   # default: screenshots/, every picture
 

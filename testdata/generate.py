@@ -9,7 +9,7 @@ re-assembled by hand from a converted manifest (``unknown_fields``,
 
 Usage: ``python testdata/generate.py [--out DIR]`` (default: ``testdata/valid``).
 
-Files (see ``MODELS`` / ``ASSEMBLED`` and the README's testdata notes):
+Files (see ``MODELS`` / ``ASSEMBLED`` and docs/tests.md):
 
 =====================  ==========================================================
 dtypes                 one initializer per dtype code 1..28 (raw_data; sub-byte
@@ -29,7 +29,7 @@ types                  every type kind: tensor (known, named, unknown dims,
                        opaque
 out_of_order           nodes stored out of dependency order
 external               weights in an external data file (external.onnx.data)
-showcase               the README's example: a small transformer-like model
+showcase               the documentation's example: a small transformer-like model
 unknown_fields         (OneModel only) manifest with unknown extra fields
 shared_bytes           (OneModel only) two tensors pointing at the same bytes
 =====================  ==========================================================

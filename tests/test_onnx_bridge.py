@@ -391,7 +391,7 @@ def test_import_does_not_load_the_onnx_package(tmp_path):
     path = _save(tmp_path, m)
     code = (
         "import sys\n"
-        "from onemodel_viewer.format import onnx_import\n"
+        "from onemodel_viewer.format.onnx import importer as onnx_import\n"
         f"d = onnx_import.import_onnx({str(path)!r})\n"
         "assert 'onnx' not in sys.modules, 'onnx imported'\n"
         "import onnx\n"
@@ -479,7 +479,7 @@ def test_unusual_wire_layout_falls_back_to_plain_parsing(tmp_path):
     graph = b"\x2a" + bytes([len(tensor)]) + tensor + b"\x62" + bytes([len(out)]) + out  # initializer, output
     blob = b"\x08\x0a" + b"\x3a" + bytes([len(graph)]) + graph + b"\x42\x02\x10\x15"  # ir 10, graph, opset 21
     assert onnx.ModelProto.FromString(blob).graph.initializer[0].raw_data == last
-    assert onnx_wire.strip_initializer_data(blob) is None
+    assert onnx_wire.strip_raw_data(blob) is None
     p = tmp_path / "dup.onnx"
     p.write_bytes(blob)
     doc = onnx_import.import_onnx(p)

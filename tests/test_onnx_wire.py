@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from onemodel_viewer.format.onnx.wire import fields, strip_initializer_data, varint, varint_bytes
+from onemodel_viewer.format.onnx.wire import fields, strip_raw_data, varint, varint_bytes
 
 
 def _plain_fields(buf, start, end):
@@ -76,4 +76,4 @@ def test_fields_matches_the_plain_varint_loop_on_every_prefix(seed):
 def test_a_length_that_is_the_last_byte_is_truncated():
     buf = varint_bytes(5 << 3 | 2)  # a length-delimited field whose length byte is missing
     assert _scan(fields, buf) == _scan(_plain_fields, buf) == "ValueError"
-    assert strip_initializer_data(varint_bytes(7 << 3 | 2) + b"\x05" + buf) is None
+    assert strip_raw_data(varint_bytes(7 << 3 | 2) + b"\x05" + buf) is None

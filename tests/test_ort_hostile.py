@@ -131,8 +131,8 @@ def test_empty_file_named_otherwise_is_not_read_as_ort(tmp_path):
 
 @pytest.mark.parametrize("name", sorted(FINDINGS))
 def test_finding_files_are_valid_with_their_one_finding(name):
-    """external_data_offset and a type code ORT lacks had no file of their own: each is valid (strict open, no
-    problem) with exactly that finding, at the field's bytes."""
+    """A type code ORT lacks had no file of its own: it is valid (strict open, no problem) with exactly that
+    finding, at the field's bytes."""
     code, where, offset = FINDINGS[name]
     doc = omf.open(HOSTILE / name)  # strict: no problem raised
     try:
@@ -152,7 +152,26 @@ def test_finding_offsets_point_at_the_field_value():
     """Read at the expected offsets without the reader: external_data_offset 0 (an int64), data type code 22 (int32)."""
     import struct
 
-    ext = (HOSTILE / "Finding-external-data-offset.ort").read_bytes()
-    assert struct.unpack_from("<q", ext, FINDINGS["Finding-external-data-offset.ort"][2]) == (0,)
+    ext = (HOSTILE / "Unsupported-external-data-offset.ort").read_bytes()
+    assert struct.unpack_from("<q", ext, EXPECTED["Unsupported-external-data-offset.ort"][2]) == (0,)
     dt = (HOSTILE / "Finding-unloadable-dtype.ort").read_bytes()
     assert struct.unpack_from("<i", dt, FINDINGS["Finding-unloadable-dtype.ort"][2]) == (22,)
+
+
+@pytest.mark.parametrize("argv", [["--check"], ["--stats"], ["--export", "OUT.onnx"], ["--export", "OUT.ort"],
+                                  ["--convert", "OUT.onemodel"]])
+def test_external_data_offset_unsupported_in_every_command(tmp_path, argv):
+    """Regression: a tensor with external_data_offset set was a finding: --check called the file valid,
+    --stats then failed with "0 bytes stored" and --export wrote an ONNX tensor without data, exit 0.
+    Now every command stops with Unsupported at the field and writes nothing."""
+    name = "Unsupported-external-data-offset.ort"
+    kind, where, _offset = EXPECTED[name]
+    args = [a.replace("OUT", str(tmp_path / "out")) for a in argv]
+    out, err = io.StringIO(), io.StringIO()
+    from contextlib import redirect_stderr
+
+    with redirect_stdout(out), redirect_stderr(err):
+        rc = cli.main([args[0], str(HOSTILE / name), *args[1:]])
+    assert rc == 1
+    assert f"{kind} at {where}" in out.getvalue() + err.getvalue()
+    assert list(tmp_path.iterdir()) == []

@@ -178,7 +178,9 @@ def test_check_json_on_real_files(models):
         code = cli.main(["--check", "--json", *files])
     reports = [json.loads(x) for x in buf.getvalue().splitlines()]
     assert code == 0 and all(r["valid"] for r in reports)
-    assert set(reports[0]) == {"file", "valid", "problems", "findings"}
+    assert set(reports[0]) == {"file", "valid", "problems", "findings", "ort"}
+    assert all(r["ort"]["version"] == "6" for r in reports)  # and the alignment ONNX Runtime's converter gives
+    assert all(r["ort"]["payload_alignment"] is None or r["ort"]["payload_alignment"] >= 4 for r in reports)
 
 
 def test_int4_written_by_ort_is_read_with_a_finding(models):
@@ -272,10 +274,11 @@ def test_export_widens_narrowed_sparse_indices_for_onnx_checker(models, tmp_path
     assert _diff(om, out)["equal"]
 
 
-@pytest.mark.parametrize("name, message", [("Finding-external-data-offset.ort", "external data"),
+@pytest.mark.parametrize("name, message", [("Unsupported-external-data-offset.ort", "external data"),
                                            ("Finding-unloadable-dtype.ort", "Unsupported tensor data type")])
 def test_onnxruntime_refuses_what_the_findings_say(name, message):
-    """The two finding files (testdata/hostile/ort) open here with a finding; ONNX Runtime itself refuses them."""
+    """The finding file (testdata/hostile/ort) opens here with a finding, the external_data_offset file is
+    Unsupported here; ONNX Runtime itself refuses both."""
     so = ort.SessionOptions()
     so.log_severity_level = 3
     with pytest.raises(Exception) as info:

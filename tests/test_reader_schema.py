@@ -333,40 +333,9 @@ def test_attribute_type_enum_matches_spec_codes():
 
 
 @pytest.mark.parametrize("cls", [Type, ValueInfo, Tensor, Attribute, Node])
-def test_records_built_through_their_slots_are_the_dataclass_records(cls):
-    """``schema.direct_init`` replaces the generated ``__init__`` of the records the reader builds by the
-    thousand: the same signature, defaults, field values and frozenness as the frozen dataclass."""
-    import dataclasses
-    import inspect
-
-    twin = dataclasses.dataclass(frozen=True)(type(cls.__name__, (), {
-        "__annotations__": {f.name: f.type for f in dataclasses.fields(cls)},
-        **{f.name: f.default for f in dataclasses.fields(cls) if f.default is not dataclasses.MISSING},
-    }))
-    def params(c):
-        return [(p.name, p.kind, p.default) for p in inspect.signature(c).parameters.values()]
-
-    assert params(cls) == params(twin)
-    names = [f.name for f in dataclasses.fields(cls)]
-    values = [object() for _ in names]
-    by_position, by_keyword = cls(*values), cls(**dict(zip(names, values)))
-    for n, v in zip(names, values):
-        assert getattr(by_position, n) is v and getattr(by_keyword, n) is v
-    required = [f.name for f in dataclasses.fields(cls) if f.default is dataclasses.MISSING]
-    plain = cls(*values[: len(required)])
-    assert [getattr(plain, n) for n in names] == [getattr(twin(*values[: len(required)]), n) for n in names]
-    with pytest.raises(dataclasses.FrozenInstanceError):
-        setattr(plain, names[0], 1)
-    with pytest.raises(TypeError):
-        cls(*values, 1)
-
-
-
-@pytest.mark.parametrize("cls", [Type, ValueInfo, Tensor, Attribute, Node])
 def test_records_are_exactly_their_class_and_copy_pickle_and_replace_like_dataclasses(cls):
-    """``schema.direct_init`` builds a record in a twin class with the same slots and then makes it a
-    ``cls``: the result is a ``cls`` (nothing of the twin shows), and ``copy``, ``pickle`` (every
-    protocol) and ``dataclasses.replace`` give equal records."""
+    """The records are plain frozen slotted dataclasses: a record is exactly its class (no ``__dict__``),
+    and ``copy``, ``pickle`` (every protocol) and ``dataclasses.replace`` give equal records."""
     import copy
     import dataclasses
     import pickle
@@ -388,8 +357,8 @@ def test_records_are_exactly_their_class_and_copy_pickle_and_replace_like_datacl
 
 
 def test_subclasses_of_records_are_made_as_dataclass_subclasses_were():
-    """A subclass gets no twin: a dataclass subclass its own ``__init__`` (its new fields too), a plain
-    subclass the record's fields as the record's ``__init__`` set them."""
+    """A dataclass subclass of a record gets its own ``__init__`` (its new fields too), a plain subclass
+    the record's fields as the record's ``__init__`` sets them."""
     import dataclasses
 
     @dataclasses.dataclass(frozen=True, slots=True, eq=False)

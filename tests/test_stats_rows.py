@@ -178,6 +178,7 @@ def test_group_cancel_between_pieces(monkeypatch):
     import onemodel_viewer.analysis.stats.patterns as P
     from onemodel_viewer.analysis.stats.compute import Cancelled
 
+    monkeypatch.setattr(P, "KERNELS", None)  # the numpy count (tests/test_kernels_paths.py: the compiled one)
     monkeypatch.setattr(P, "PIECE", 1000)
     counted = []
     real = np.bincount
@@ -203,6 +204,7 @@ class _Withdrawn(BytesStorage):
 def test_group_rechecks_the_file_after_counting(monkeypatch):
     """Counts read from a mapping withdrawn while they were counted (zeros) never pass as data: Io, as from
     compute_stats."""
+    import onemodel_viewer.analysis.stats.patterns as P
     from onemodel_viewer.format.errors import FormatError, Kind
 
     data = encode(weights(DataType.FLOAT16, 20_000, 2), DTYPES[DataType.FLOAT16])
@@ -215,6 +217,7 @@ def test_group_rechecks_the_file_after_counting(monkeypatch):
         return real(*a, **k)
 
     monkeypatch.setattr(np, "bincount", bincount)
+    monkeypatch.setattr(P, "KERNELS", None)  # the numpy count (tests/test_kernels_paths.py: the compiled one)
     with pytest.raises(FormatError) as e:
         compute_stats_group([gone, make(DataType.FLOAT16, weights(DataType.FLOAT16, 20_000, 1), "ok")])
     assert (e.value.kind, e.value.where) == (Kind.IO, "file")

@@ -7,7 +7,8 @@ any finding); usage errors (2) are argparse's.
 
     {"file": str, "valid": bool, "problems": [{"kind", "where", "offset", "message", "rule", "file"?}],
      "findings": [{"code", "where", "offset", "message", "file"?}],
-     "files"?: [{"path", "size", "tensors", "owned", "unowned", "alignment", "shared_with"}]}
+     "files"?: [{"path", "size", "tensors", "owned", "unowned", "alignment", "shared_with"}],
+     "ort"?: {"version", "payloads", "payload_alignment"}}
 
 A problem or finding about an ONNX weights file names it in ``file`` (its location, relative to the
 model's folder); ``files`` (ONNX files with external data) is the layout of each weights file
@@ -35,6 +36,7 @@ from dataclasses import dataclass, field
 
 from ..format.errors import Finding, FormatError, Kind, Problem
 from ..process import paused_gc
+from . import plaintext
 
 EXCERPT = 64
 """Bytes of hex excerpt shown around a problem's offset."""
@@ -54,6 +56,8 @@ class CheckResult:
     """Weights file location -> models checked earlier in the run that read it too."""
     external: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
     """Weights file location -> the path it resolved to (the only files an excerpt is read from)."""
+    ort: dict | None = field(default=None, repr=False, compare=False)
+    """``.ort`` files: format version, payload count and the alignment every payload offset has."""
 
     @property
     def valid(self) -> bool:
@@ -68,6 +72,8 @@ class CheckResult:
             "problems": [problem_json(p) for p in self.problems],
             "findings": [f.as_json() for f in self.findings],
         }
+        if self.ort is not None:
+            out["ort"] = self.ort
         if self.files:
             out["files"] = [dict(fl.as_json(), shared_with=self.shared.get(fl.path, [])) for fl in self.files]
         return out
@@ -86,7 +92,11 @@ def check_file(path: str, keep: list | None = None) -> CheckResult:
     """
     from ..format.reader import open_with_manifest
 
-    result = CheckResult(path)
+    remote = "://" in path
+    if remote:  # a URL: shown without its credentials (format/remote is imported for URLs only)
+        from ..format.remote.urls import redact
+
+    result = CheckResult(redact(path) if remote else path)
     try:
         doc, parsed = open_with_manifest(path, mode="diagnose")
     except FormatError as e:  # the ONNX importer may raise even in diagnose mode
@@ -101,6 +111,7 @@ def check_file(path: str, keep: list | None = None) -> CheckResult:
         result.problems.extend(doc.problems)
         if doc.source == "ort":  # the ORT reader reports its layout findings at open
             result.findings.extend(doc.findings)
+            result.ort = _ort_summary(doc.extra)
         elif doc.source == "onnx":
             result.findings.extend(doc.findings)
             _external(doc, result)
@@ -108,7 +119,14 @@ def check_file(path: str, keep: list | None = None) -> CheckResult:
                 from ..format.onnx.checker import checker_problems
 
                 external = bool(doc.external_files) or any(".external_data" in p.where for p in doc.problems)
-                result.problems.extend(checker_problems(path, external))
+                if remote:
+                    from ..format.remote.onnx_check import remote_checker
+
+                    problems, findings = remote_checker(path, external)
+                    result.problems.extend(problems)
+                    result.findings.extend(findings)
+                else:
+                    result.problems.extend(checker_problems(path, external))
         else:
             from ..analysis.layout.onemodel import all_findings
 
@@ -123,6 +141,17 @@ def check_file(path: str, keep: list | None = None) -> CheckResult:
             keep.append(doc)
             keep.append(parsed)
     return result
+
+
+def _ort_summary(facts) -> dict | None:
+    """``{"version", "payloads", "payload_alignment"}``: the largest power of two (up to 1 MiB) that divides
+    every non-empty payload's offset, None without payloads (``--export X.ort --align N`` gives N)."""
+    if facts is None or not hasattr(facts, "payloads"):
+        return None
+    offsets = [p.offset for p in facts.payloads if p.length]
+    align = min((o & -o if o else 1 << 20) for o in offsets) if offsets else None
+    return {"version": facts.version, "payloads": len(facts.payloads),
+            "payload_alignment": None if align is None else min(align, 1 << 20)}
 
 
 def _external(doc, result: CheckResult) -> None:
@@ -164,22 +193,25 @@ def run_check(files: list[str], as_json: bool = False, strict: bool = False) -> 
         if as_json:
             sys.stdout.write(json.dumps(result.as_json(), ensure_ascii=True) + "\n")
             sys.stdout.flush()
+        elif not sys.stdout.isatty():  # a pipe or a file: plain text, and no rich to import (commands/plaintext.py)
+            sys.stdout.write(str(render(result, strict, plaintext)) + "\n")
         else:
             if console is None:
                 from rich.console import Console
 
-                # a pipe or a file: no wrapping at 80 columns, no padding, no trailing spaces
-                tty = sys.stdout.isatty()
-                console = Console(highlight=False, soft_wrap=not tty, width=None if tty else 10_000)
+                console = Console(highlight=False)
             console.print(render(result, strict))
     shared = [(key, seen) for key, seen in readers.items() if len({m for m, _loc in seen}) > 1]
     if shared and not as_json:
-        console.print(_shared_summary(shared))
+        if console is None:
+            sys.stdout.write(str(_shared_summary(shared, plaintext)) + "\n")
+        else:
+            console.print(_shared_summary(shared))
     return rc
 
 
-def _shared_summary(shared):
-    from rich.text import Text
+def _shared_summary(shared, kit=None):
+    Text = _kit(kit)[0]
 
     from ..textsafe import visible
 
@@ -209,10 +241,19 @@ def _excerpt(path: str, offset: int) -> tuple[int, bytes] | None:
     return (start, data) if data else None
 
 
-def render(result: CheckResult, strict: bool = False):
-    """A ``rich`` renderable for one file's result."""
+def _kit(kit) -> tuple:
+    """(Text, Group): rich's, or ``kit``'s (:mod:`.plaintext`)."""
+    if kit is not None:
+        return kit.Text, kit.Group
     from rich.console import Group
     from rich.text import Text
+
+    return Text, Group
+
+
+def render(result: CheckResult, strict: bool = False, kit=None):
+    """A ``rich`` renderable for one file's result (``kit``: :mod:`.plaintext`, whose ``str()`` is the plain text)."""
+    Text, Group = _kit(kit)
 
     from ..textsafe import visible
 
@@ -231,18 +272,18 @@ def render(result: CheckResult, strict: bool = False):
     for i, p in enumerate(result.problems):
         rule = rule_of(p)
         parts.append(_item(result, f"{p.kind.value}", p.where, p.offset, p.message, "red", first=i == 0,
-                           rule=rule.label() if rule else None, file=p.file))
+                           rule=rule.label() if rule else None, file=p.file, kit=kit))
     for f in result.findings:
         parts.append(_item(result, f"finding {f.code}", f.where, f.offset, f.message, "yellow", first=False,
-                           file=f.file))
+                           file=f.file, kit=kit))
     if result.files:
-        parts.append(_files_table(result))
+        parts.append(_files_table(result, kit))
     return Group(*parts)
 
 
-def _files_table(result: CheckResult):
+def _files_table(result: CheckResult, kit=None):
     """The weights files as a small table: location, size, tensors, owned, unowned, alignment."""
-    from rich.text import Text
+    Text = _kit(kit)[0]
 
     from ..textsafe import visible
 
@@ -263,9 +304,8 @@ def _files_table(result: CheckResult):
 
 
 def _item(result: CheckResult, label: str, where: str, offset: int | None, message: str, color: str, first: bool,
-          rule: str | None = None, file: str | None = None):
-    from rich.console import Group
-    from rich.text import Text
+          rule: str | None = None, file: str | None = None, kit=None):
+    Text, Group = _kit(kit)
 
     from ..textsafe import visible
 
@@ -290,12 +330,12 @@ def _item(result: CheckResult, label: str, where: str, offset: int | None, messa
     if offset is not None and source is not None and os.path.isfile(source):
         ex = _excerpt(source, offset)
         if ex is not None:
-            rows.append(_hex(ex[0], ex[1], offset))
+            rows.append(_hex(ex[0], ex[1], offset, kit))
     return Group(*rows)
 
 
-def _hex(start: int, data: bytes, mark: int):
-    from rich.text import Text
+def _hex(start: int, data: bytes, mark: int, kit=None):
+    Text = _kit(kit)[0]
 
     out = Text()
     for row in range(0, len(data), 16):

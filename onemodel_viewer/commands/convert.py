@@ -1,4 +1,4 @@
-"""``--convert SRC DST.onemodel`` and ``--export SRC DST.onnx``.
+"""``--convert SRC DST.onemodel``, ``--export SRC DST.onnx`` and ``--export SRC DST.ort [--align N]``.
 
 Both open SRC strictly (OneModel or ONNX, the first bytes decide), write DST
 through a temporary file renamed at the end, and print one line on stderr on
@@ -139,5 +139,41 @@ def run_export(src: str, dst: str, options=None, keep_external: bool = False) ->
             opts = ExternalOptions(opts.location, opts.threshold, opts.align, opts.max_file_size,
                                    keep_locations(facts.refs, all_tensors(doc.model), src, out))
         onnx_export.export_onnx(doc.model, out, sources=[src, *doc.external_files], options=opts)
+
+    return _run(src, dst, action)
+
+
+def run_export_ort(src: str, dst: str, args=None, parser=None, threads: int | None = None) -> int:
+    """Write SRC (OneModel, ONNX or ORT) as an ONNX Runtime ``.ort`` file DST. 0 ok, 1 error.
+
+    ``args``: the parsed command line (``--align N``, default 64; the ONNX external-data flags are
+    usage errors here, through ``parser``). What the format cannot hold (local functions, Constant
+    nodes) is changed as ONNX Runtime's converter does, with a warning on stderr.
+    """
+    from ..format.ort.writer import DEFAULT_ALIGN, write_ort
+
+    align = DEFAULT_ALIGN
+    if args is not None:
+        for flag, value in (("--external-data", args.external_data), ("--size-threshold", args.size_threshold),
+                            ("--max-file-size", args.max_file_size), ("--keep-external", args.keep_external or None)):
+            if value is not None and parser is not None:
+                parser.error(f"{flag} is for ONNX external data; a .ort destination keeps every tensor inline")
+        if args.align is not None:
+            from ..format.onnx.weights import parse_size
+
+            try:
+                align = parse_size(args.align)
+            except ValueError as e:
+                if parser is None:
+                    raise
+                parser.error(f"--align: {e}")
+            if (align < 1 or align & (align - 1)) and parser is not None:
+                parser.error(f"--align: {align} is not a power of two")
+
+    def warn(message: str) -> None:
+        print(f"{PROG}: warning: {_visible(message)}", file=sys.stderr)
+
+    def action(doc, out):
+        write_ort(doc.model, out, sources=[src, *doc.external_files], align=align, threads=threads, warn=warn)
 
     return _run(src, dst, action)

@@ -46,7 +46,7 @@ def run_extract(src: str, name: str, out: str) -> int:
                   f"(the others: {', '.join(visible(h.where) for h in hits[1:6])}{' ...' if len(hits) > 6 else ''})",
                   file=sys.stderr)
         try:
-            note = export_npy(t, out, source=doc.path)
+            note = export_npy(t, out, source=None if "://" in doc.path else doc.path)  # a URL is never a local dest
         except (ExportError, OSError, ValueError) as e:
             return _fail(f"{t.where}: {e}")
         if note:

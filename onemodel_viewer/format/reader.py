@@ -228,22 +228,34 @@ def _open(path, mode: str, keep: list | None, duplicates: bool = True, defer: bo
     path = os.fspath(path)
     strict = mode == "strict"
     report = Reporter(strict, LOCATE_CAP)
+    name = path
     try:
-        _regular_file(path)
-        storage = FileStorage(path)
+        if "://" in path:  # a URL (format/remote is imported for URLs only)
+            from .remote.urls import is_url, name_of
+
+            if is_url(path):
+                from .remote import open_remote
+
+                name = name_of(path)  # what the sniffers look at: no query string
+                storage = open_remote(path)
+        if name is path:
+            _regular_file(path)
+            storage = FileStorage(path)
     except FormatError as e:
         if strict:
             raise
         return Document(path, "onemodel", 0, problems=[e.problem])
     try:
         first = storage.read(0, min(HEADER_SIZE, storage.size))
-        if first[:8] != _header.MAGIC and _ort.sniff(path, first[:8]):  # "ORTM" at 4..8, or a .ort name
+        if first[:8] != _header.MAGIC and _ort.sniff(name, first[:8]):  # "ORTM" at 4..8, or a .ort name
             return _ort.open_ort(path, mode, storage, report, resolve)
-        if not sniff_onemodel(path, first[:8], storage.size):
-            storage.close()
+        if not sniff_onemodel(name, first[:8], storage.size):
             from .onnx.importer import import_onnx
 
-            return import_onnx(path, mode=mode)
+            if name is path:
+                storage.close()
+                return import_onnx(path, mode=mode)
+            return import_onnx(path, mode=mode, storage=storage)
         doc = Document(path, "onemodel", storage.size, storage=storage, mode=mode)
         _read(doc, first, report, keep, duplicates, defer)
     except FormatError:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from . import depsort
 from .dtypes import AttrType
 from .errors import Kind
 from .reporter import LOCATE, Reporter
@@ -241,16 +242,21 @@ class Resolver:
             # (which reports in node order, or finds it in an enclosing graph); an input defined by this
             # node or a later one means the nodes are not stored in dependency order. Typical graphs
             # flag only the nodes with subgraphs/refs.
-            dget = defs.get
-            in_order = True
-            for i, ins in enumerate(ins_col):
-                for x in ins:
-                    p = dget(x)
-                    if p is None:
-                        if x:
-                            flagged.add(i)
-                    elif p >= i:
-                        in_order = False
+            if depsort.available(len(ins_col)):  # in arrays, the sort in C (depsort's docstring)
+                arrays = depsort.inputs_pass(ins_col, defs, flagged)
+                in_order = arrays[2]
+            else:
+                arrays = None
+                dget = defs.get
+                in_order = True
+                for i, ins in enumerate(ins_col):
+                    for x in ins:
+                        p = dget(x)
+                        if p is None:
+                            if x:
+                                flagged.add(i)
+                        elif p >= i:
+                            in_order = False
         bad_domains = domain_set.difference(domains)
         if bad_domains:
             lists = lists or columns.lists()
@@ -270,8 +276,10 @@ class Resolver:
                 if max(extra) >= i:
                     in_order = False
                     break
-        deps: list = []
-        if not in_order:
+        deps: list | depsort.Deps = []
+        if not in_order and arrays is not None:
+            deps = depsort.deps(arrays[0], arrays[1], len(nodes), implicit)
+        elif not in_order:
             for i, ins in enumerate(lists[0]):
                 ps = [p for p in map(pget, ins) if p is not None]
                 ps.extend(implicit.get(i, ()))
@@ -326,6 +334,9 @@ class Resolver:
         """Kahn's algorithm with a min-heap: the stable dependency order; a cycle is reported."""
         import heapq  # lazily: only for graphs stored out of dependency order
         n = len(deps)
+        if isinstance(deps, depsort.Deps):  # the same order, from compiled code
+            order, _ = deps.order()
+            return self.finish_topo(g, deps, order)
         indeg = [0] * n
         consumers: list[list[int]] = [[] for _ in range(n)]
         for i, ps in enumerate(deps):
@@ -342,6 +353,11 @@ class Resolver:
                 indeg[c] -= 1
                 if indeg[c] == 0:
                     heapq.heappush(heap, c)
+        return self.finish_topo(g, deps, order)
+
+    def finish_topo(self, g: Graph | Function, deps, order: list[int]) -> tuple[tuple[int, ...], bool]:
+        """:meth:`topo`'s result from the nodes Kahn's algorithm could order: fewer than all is a cycle (reported)."""
+        n = len(deps)
         if len(order) < n:
             done = set(order)
             stuck = [i for i in range(n) if i not in done]

@@ -13,7 +13,7 @@ import math
 import struct
 import threading
 from collections.abc import Sequence
-from dataclasses import MISSING, dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Iterator, Union
 
 from ..process import paused_gc
@@ -27,65 +27,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from .storage import Storage
 
 
-def direct_init(cls):
-    """``cls`` (a frozen dataclass with slots, no default factories) built by a ``__new__`` of the
-    ``__init__``'s signature that fills an instance of a plain twin class with the same slots (plain
-    attribute stores), then makes it a ``cls`` (``__class__`` assignment: the same slots in the same
-    order are the same layout); ``cls`` keeps no ``__init__`` of its own.
-
-    The generated ``__init__`` of a frozen dataclass calls ``object.__setattr__`` once a field; for
-    the records a reader builds by the thousand that was a tenth of an LLM-sized open. Storing through
-    each slot's descriptor halved it (a Tensor 1.1 -> 0.6 µs); the twin halves it again (0.6 -> 0.3 µs;
-    1G strict open 31.0 -> 29.6, 25.9 -> 24.4, 28.9 -> 28.7 ms CPU: three runs of 150 opens interleaved
-    with the old records in one process, load 7-9). A subclass is
-    made as before: ``object.__new__``, then its own ``__init__`` (a dataclass's) or, without one, the
-    fields stored through the slot descriptors. ``__getnewargs__`` hands the fields to pickle and copy.
-    Applied below the ``@dataclass`` line; ``tests/test_reader_schema.py`` compares the records with
-    the dataclass's field by field.
-    """
-    twin = type(f"_{cls.__name__}Slots", (), {"__slots__": cls.__slots__})
-    env = {"_twin": twin, "_new": object.__new__}
-    names, params = [], []
-    for f in fields(cls):
-        if f.default_factory is not MISSING or not f.init:  # pragma: no cover - not for such records
-            raise TypeError(f"{cls.__name__}.{f.name}: direct_init needs plain fields")
-        names.append(f.name)
-        env[f"_set_{f.name}"] = cls.__dict__[f.name].__set__  # the slot's member descriptor
-        if f.default is MISSING:
-            params.append(f.name)
-        else:
-            env[f"_default_{f.name}"] = f.default
-            params.append(f"{f.name}=_default_{f.name}")
-    signature = ", ".join(params)
-    exec(  # as dataclasses itself does
-        f"def __new__(cls, {signature}):\n    self = _new(_twin)\n"
-        + "".join(f"    self.{n} = {n}\n" for n in names) + "    self.__class__ = cls\n    return self\n\n"
-        f"def fill(self, {signature}):\n" + "".join(f"    _set_{n}(self, {n})\n" for n in names) + "\n"
-        f"def __getnewargs__(self):\n    return ({''.join(f'self.{n}, ' for n in names)})\n",
-        env,
-    )
-    fill = env["fill"]
-
-    def subclass_new(sub, *args, **kwargs):
-        self = object.__new__(sub)
-        if sub.__init__ is object.__init__:  # no __init__ of its own: the fields as the record's __init__ set them
-            fill(self, *args, **kwargs)
-        return self
-
-    def __init_subclass__(sub, **kwargs):
-        super(cls, sub).__init_subclass__(**kwargs)
-        sub.__new__ = staticmethod(subclass_new)
-
-    for fn in (env["__new__"], env["__getnewargs__"]):
-        fn.__qualname__ = f"{cls.__qualname__}.{fn.__name__}"
-        fn.__module__ = cls.__module__
-    cls.__new__ = staticmethod(env["__new__"])
-    cls.__getnewargs__ = env["__getnewargs__"]
-    cls.__init_subclass__ = classmethod(__init_subclass__)
-    del cls.__init__  # object.__init__: __new__ has set the fields
-    return cls
-
-
 def float_from_bits(bits: int) -> float:
     """The value of a 32-bit IEEE-754 pattern (NaN payloads are lost in a Python float: keep the bits)."""
     return struct.unpack("<f", struct.pack("<I", bits))[0]
@@ -95,7 +36,6 @@ def bits_from_float(value: float) -> int:
     return struct.unpack("<I", struct.pack("<f", value))[0]
 
 
-@direct_init
 @dataclass(frozen=True, slots=True)
 class Type:
     """A value type (spec section 2.7)."""
@@ -129,7 +69,6 @@ class Type:
         return self.kind
 
 
-@direct_init
 @dataclass(frozen=True, slots=True)
 class ValueInfo:
     """A TypedName: graph input, output or value_info entry."""
@@ -139,7 +78,6 @@ class ValueInfo:
     where: str = ""
 
 
-@direct_init
 @dataclass(frozen=True, slots=True, eq=False)
 class Tensor:
     """A tensor (spec section 2.5). Bytes stay in their storage until asked for."""
@@ -234,7 +172,6 @@ class SparseTensor:
 AttrValue = Union[int, bytes, Tensor, "Graph", SparseTensor, Type, tuple, None]
 
 
-@direct_init
 @dataclass(frozen=True, slots=True, eq=False)
 class Attribute:
     """A node attribute or function attribute default (spec section 2.4).
@@ -283,7 +220,6 @@ class Attribute:
         return ()
 
 
-@direct_init
 @dataclass(frozen=True, slots=True, eq=False)
 class Node:
     """A node (spec section 2.3)."""

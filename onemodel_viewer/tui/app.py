@@ -6,7 +6,7 @@ its problems listed) and runs the app.
 
 Layout: an info bar; the lazy structure tree on the left; on the right the detail
 pane, the statistics panel and the hex pane; the footer. Nothing that touches tensor
-bytes runs on the UI thread except the hex pane's reads of the few lines on screen.
+bytes runs on the UI thread except the hex pane's reads of the lines on screen (a URL's: cache only).
 
 Quitting (``q``, ``ctrl+c``) cancels the background work; :func:`~.run.run_app` runs an app on an
 event loop of its own, so that leaving it never waits for a worker thread still busy (the CLI
@@ -51,6 +51,7 @@ from .widgets.entries import Entry, EntryFactory
 from .widgets.footer import ScreenFooter
 from .hex.hex_view import HexView
 from .insight import Insight, InsightActions
+from .screens.outline_actions import OutlineActions
 from .hex.locate import ManifestSpans
 from .widgets.safe import safe_str
 from .search import SearchActions, SearchIndex  # noqa: F401 (SearchIndex: the name tests import from here)
@@ -63,7 +64,7 @@ LOCATE_DELAY = 0.15
 """Seconds a selection must stay before its manifest bytes are looked up."""
 
 
-class OneModelApp(BackgroundWork, SearchActions, InsightActions, EditActions, App[int]):
+class OneModelApp(BackgroundWork, SearchActions, InsightActions, EditActions, OutlineActions, App[int]):
     """Tree + detail + stats + hex over one :class:`Document`."""
 
     # insight.tcss too (its screens' CSS_PATH; ~1 ms to parse): a screen bringing CSS of its own
@@ -94,6 +95,7 @@ class OneModelApp(BackgroundWork, SearchActions, InsightActions, EditActions, Ap
         Binding("u", "used_by", "Used by", show=False),
         Binding("a", "neighbourhood", "Around", show=False),
         Binding("P", "parameters", "Params", show=False),
+        Binding("O", "outline", "Outline", show=False),
         Binding("o", "operator_help", "Op help", show=False),
         Binding("v", "values", "Values", show=False),
         Binding("e", "export_npy", "Export .npy", show=False),
@@ -428,7 +430,6 @@ class OneModelApp(BackgroundWork, SearchActions, InsightActions, EditActions, Ap
 
     def action_help(self) -> None:
         from .screens.help import HelpScreen
-
         self.push_screen(HelpScreen(self.query_one(HexView).swatches()))
 
     def action_toggle_theme(self) -> None:
@@ -436,7 +437,6 @@ class OneModelApp(BackgroundWork, SearchActions, InsightActions, EditActions, Ap
 
     def action_goto(self) -> None:
         from .widgets.prompt import ask_offset
-
         ask_offset(self, self.query_one(HexView))
 
     def action_stats(self) -> None:
@@ -491,7 +491,6 @@ class OneModelApp(BackgroundWork, SearchActions, InsightActions, EditActions, Ap
                 hexv.goto(span[0], span[1])
 
         from .screens.layout import LayoutScreen
-
         self.push_screen(LayoutScreen(self.bytemap, self.document, self.verdict_note()), done)
 
     def load_document(self, doc: Document, unchecked: Any = None, *, select_first: bool = True, later: Any = None) -> None:
@@ -534,6 +533,7 @@ class OneModelApp(BackgroundWork, SearchActions, InsightActions, EditActions, Ap
         yield SystemCommand("Toggle light/dark", "Switch theme (ctrl+t)", self.action_toggle_theme)
         yield SystemCommand("Help", "Keys and colours (?)", self.action_help)
         yield from self.insight_commands()
+        yield from self.outline_commands()
         yield from self.edit_commands()
 
 

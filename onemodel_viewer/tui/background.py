@@ -330,7 +330,7 @@ class BackgroundWork:
         mo, ml = doc.manifest_span
         try:
             doc.storage.check()
-            with memoryview(doc.storage.buffer()) as mv, mv[mo : mo + ml] as data:  # read a piece at a time
+            with doc.storage.span(mo, ml) as data:  # the mapping's bytes (a remote file's: from its cache)
                 found = duplicate_key_findings(data, mo, parsed, step=cancel.is_set)
         except Exception:  # a changed file or a core bug: the app stays up
             return

@@ -8,14 +8,16 @@ ORT writes:
 * ORT lists every domain it registers in the opset imports: an opset of the ORT side that the
   other side does not import and no node uses is dropped;
 * ORT turns ``Constant`` nodes into initializers (``value_sparse`` into sparse initializers);
-* ORT drops initializers no node (nor a subgraph, nor a graph output) reads;
+* ORT drops initializers no node (nor a subgraph, nor a graph output) reads, and in IR < 4 models
+  (initializers listed as graph inputs) the graph inputs they back;
 * ORT fills in default attribute values: an attribute missing on one side whose value is the
-  operator schema's default (onnx's ``onnx.defs``) is added there;
+  operator schema's default (onnx's ``onnx.defs``; floats compared as values: -0.0 is 0.0) is added there;
 * ORT reorders initializers (matched by name: stored order never counts) and may narrow sparse
   indices (INT64 to INT8/16/32): indices are compared as INT64 values;
 * ORT keeps neither graph names, sparse indices' names, a sparse value's type (it stores a dense
   tensor type) nor the order of ``metadata_props``; it keeps a type for every value
-  (``node_args``): value_info entries only the ORT side has are not differences.
+  (``node_args``): value_info entries only the ORT side has are not differences, nor the type it
+  gives to a graph output (a subgraph's, mostly) that the other side leaves untyped.
 
 Records are rebuilt with ``dataclasses.replace`` and the :mod:`..format.schema` constructors; new
 tensor bytes live in a ``BytesStorage``. Never imports a UI toolkit.
@@ -70,21 +72,28 @@ def _graph_like_ort(g: Graph, eq: dict, m: Model, outer: frozenset) -> Graph:
         kept_index.append(i)
     nodes = tuple(_node_subgraphs(n, eq, m) for n in kept)
     used = set(o.name for o in g.outputs)
+    if m.ir_version >= 4:  # an initializer that is also a graph input is an overridable input: kept
+        used.update(v.name for v in g.inputs)
     for n in nodes:
         used.update(n.inputs)
         for a in n.attributes:
             for sub in a.graphs():
                 used.update(_free_names(sub))
     before = len(inits) + len(sparse)
+    dropped = {t.name for t in inits if t.name not in used} | {s.name for s in sparse if s.name not in used}
     inits = [t for t in inits if t.name in used]
     sparse = [s for s in sparse if s.name in used]
     if len(inits) + len(sparse) != before:
         eq["ONNX Runtime drops initializers that nothing reads"] = None
+    inputs = g.inputs
+    if dropped and m.ir_version < 4 and any(v.name in dropped for v in inputs):
+        inputs = tuple(v for v in inputs if v.name not in dropped)
+        eq["ONNX Runtime drops the graph inputs that are initializers it drops (IR < 4: initializers are listed as inputs)"] = None
     order = None
     if g.order is not None:
         pos = {old: new for new, old in enumerate(kept_index)}
         order = tuple(pos[i] for i in g.order if i in pos)
-    return replace(g, nodes=nodes, initializers=tuple(inits), sparse_initializers=tuple(sparse), order=order)
+    return replace(g, nodes=nodes, initializers=tuple(inits), sparse_initializers=tuple(sparse), order=order, inputs=inputs)
 
 
 def _node_subgraphs(n, eq: dict, m: Model):
@@ -184,6 +193,7 @@ def _pair_graph(ga: Graph, gb: Graph, ma: Model, mb: Model, ort_a: bool, ort_b: 
         gb = _trim_value_info(gb, ga, eq)
     ga, gb = _pair_io_types(ga, gb, eq), _pair_io_types(gb, ga, eq)
     if ort_a != ort_b:
+        ga, gb = (_untyped_outputs(ga, gb, eq), gb) if ort_a else (ga, _untyped_outputs(gb, ga, eq))
         ga, gb = (_copy_docs(ga, gb, eq), gb) if ort_a else (ga, _copy_docs(gb, ga, eq))
     if [t.name for t in ga.initializers] != [t.name for t in gb.initializers] and \
             sorted(t.name for t in ga.initializers) == sorted(t.name for t in gb.initializers):
@@ -203,6 +213,20 @@ def _copy_docs(g_ort: Graph, other: Graph, eq: dict) -> Graph:
             t = replace(t, doc=docs[t.name])
         inits.append(t)
     return replace(g_ort, initializers=tuple(inits))
+
+
+def _untyped_outputs(g_ort: Graph, other: Graph, eq: dict) -> Graph:
+    """ORT types every value, a (subgraph) output the source leaves untyped too: that type is not compared."""
+    untyped = {v.name for v in other.outputs if v.type is None}
+    if not untyped:
+        return g_ort
+    outs = []
+    for v in g_ort.outputs:
+        if v.name in untyped and v.type is not None:
+            eq["ONNX Runtime gives a type to the graph outputs the source leaves untyped (subgraph outputs)"] = None
+            v = replace(v, type=None)
+        outs.append(v)
+    return replace(g_ort, outputs=tuple(outs))
 
 
 def _trim_value_info(g_ort: Graph, other: Graph, eq: dict) -> Graph:
@@ -319,12 +343,24 @@ def _fill_defaults(n, other, m: Model, eq: dict):
     added = []
     for a in missing:
         d = defaults.get(a.name)
-        if d is not None and d.type == a.type and d.value == a.value:
-            added.append(replace(d, where=n.where + f".attributes[{a.name}]"))
+        if d is not None and d.type == a.type and _same_default(d, a):
+            added.append(replace(a, where=n.where + f".attributes[{a.name}]"))
     if not added:
         return n
     eq["ONNX Runtime fills in default attribute values (onnx operator schemas)"] = None
     return replace(n, attributes=n.attributes + tuple(added))
+
+
+def _same_default(d: Attribute, a: Attribute) -> bool:
+    """``a`` holds the schema default ``d``: floats as values (ORT's schemas give ``ai.onnx.ml``'s
+    LabelEncoder ``default_float`` 0.0 where onnx's say -0.0), the rest exactly."""
+    if d.value == a.value:
+        return True
+    if d.type == AttrType.FLOAT and isinstance(a.value, int) and isinstance(d.value, int):
+        return a.float_value == d.float_value
+    if d.type == AttrType.FLOATS and isinstance(a.value, tuple) and isinstance(d.value, tuple):
+        return a.float_value == d.float_value
+    return False
 
 
 def _schema_defaults(op: str, domain: str, m: Model) -> dict[str, Attribute]:

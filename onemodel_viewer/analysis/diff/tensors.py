@@ -41,6 +41,7 @@ import numpy as np
 
 from ...format.dtypes import DTYPES, DataType, DType, decode
 from ...format.schema import Tensor
+from ...kernels import KERNELS, kind
 from .pages import check_files, flush, release
 from .result import DataDelta, DiffCancelled
 from .skip import check_sizes
@@ -71,6 +72,9 @@ THREADS = 2
 
 _TINY = 2.0 ** -100
 """A float32 sum of n squares under n·_TINY may have lost terms to underflow: redone in float64."""
+
+_F32_SUM_SAFE = 2.0 ** 250
+"""Largest Σa² (and Σb²) of a slice whose ``a + b`` cannot overflow float32 (every |a| below 2^125)."""
 
 _F16_SCALE = np.float32(2.0 ** 112)
 _F16_MASK = np.int32(-0x70000001)  # 0x8FFFFFFF: sign and the 28 low bits of the shifted half
@@ -227,6 +231,8 @@ def _float_fast(xa: np.ndarray, xb: np.ndarray, equal: bool, f16: bool, st: _Sum
     bb, ab = aa + 2 * ad + dd, aa + ad
     if bb < aa / 2 or ab < math.sqrt(max(aa * bb, 0.0)) / 2:
         return False
+    if max(aa, bb) > _F32_SUM_SAFE:  # a + b may overflow float32 in max_rel's (b − a)/(b + a): float64
+        return False
     rel = _max_rel(d, xa, xb, f[2][:n])
     np.abs(d, out=d)
     st.aa += aa
@@ -338,6 +344,40 @@ def _slice(ra: np.ndarray, rb: np.ndarray, elem0: int, n: int, info: DType, st: 
     _float_exact(va, vb, st)
 
 
+def _kernel_kind(info: DType) -> int | None:
+    """The compiled kernel's element kind for ``info`` (``None``: the numpy passes)."""
+    if KERNELS is None or info.bits < 8 or info.is_complex:
+        return None
+    return kind(np.dtype(info.numpy))
+
+
+def _kernel_elements(ra: np.ndarray, rb: np.ndarray, elem0: int, info: DType, k: int, st: _Sums) -> None:
+    """:func:`_slice` over whole elements ``ra``/``rb`` (starting at element ``elem0``) by the compiled kernel:
+    the same figures, summed in float64 (the numpy passes sum float32 rows of 256 in float64)."""
+    differing, first, nonfinite, finite, aa, bb, ab, dd, sabs, max_abs, max_rel = KERNELS.diff(ra, rb, k)
+    if differing:
+        st.differing += differing
+        if st.first is None:
+            va, vb = ra.view(info.numpy), rb.view(info.numpy)
+            st.first = elem0 + first
+            st.a_first = _element_text(va[first : first + 1], info)
+            st.b_first = _element_text(vb[first : first + 1], info)
+    if not info.is_float:
+        if differing:
+            st.max_abs = max(st.max_abs, max_abs)
+        return
+    st.nonfinite += nonfinite
+    st.finite += finite
+    st.aa += aa
+    st.bb += bb
+    st.ab += ab
+    st.dd += dd
+    st.abs += sabs
+    st.max_abs = max(st.max_abs, max_abs)
+    if max_rel == max_rel:
+        st.max_rel = max(st.max_rel, max_rel)
+
+
 # ---------------------------------------------------------------------------- byte ranges
 
 
@@ -349,6 +389,10 @@ def _elements(a: Tensor, b: Tensor, ra: np.ndarray, rb: np.ndarray, start: int, 
         return
     bits = info.bits
     e0, e_end = start * 8 // bits, min(end * 8 // bits, a.count)
+    k = _kernel_kind(info)
+    if k is not None:  # the compiled pass: each byte read once, float64 sums, the GIL released
+        _kernel_elements(ra[start : e_end * bits // 8], rb[start : e_end * bits // 8], e0, info, k, st)
+        return
     for e in range(e0, e_end, SLICE):
         n = min(SLICE, e_end - e)
         lo, hi = e * bits // 8, (e * bits + n * bits + 7) // 8
@@ -379,6 +423,8 @@ def _stretch(a: Tensor, b: Tensor, start: int, end: int, cancel: threading.Event
                 same = False
             elif c0 == start and size > _PROBE and not np.array_equal(ca[:_PROBE].view(np.uint64), cb[:_PROBE].view(np.uint64)):
                 same = False
+            elif KERNELS is not None:  # memcmp, the GIL released
+                same = KERNELS.equal(ca, cb)
             elif size % 8 == 0:
                 same = bool(np.equal(ca.view(np.uint64), cb.view(np.uint64), out=eq[: size // 8]).all())
             else:

@@ -105,17 +105,24 @@ class _Scanner:
     independent of the weights.
     """
 
-    def __init__(self, doc: Document, scan: bool, cancel: threading.Event | None) -> None:
+    def __init__(self, doc: Document, scan: bool, cancel: threading.Event | None, deep: bool = False,
+                 progress=None) -> None:
         self.buf = None
         self.fd: int | None = None
         self.cancel = cancel
+        self.progress = progress
+        self.scanned = 0
         self.size = 0
         storage = doc.storage
         if not scan or storage is None:
             return
         try:
             storage.check()
-            if getattr(storage, "mapped", False) and getattr(storage, "path", None):
+            if getattr(storage, "remote", False):  # a URL: scanned only when asked (--check --deep, the layout screen)
+                deep = deep or storage.deep
+                self.buf = storage.buffer() if deep else None  # slices are memoryviews
+                self.size = storage.size if deep else 0
+            elif getattr(storage, "mapped", False) and getattr(storage, "path", None):
                 self.fd = os.open(storage.path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
                 self.size = storage.size
             else:
@@ -152,6 +159,9 @@ class _Scanner:
                 chunk = self._read(pos, n)
                 if len(chunk) != n:
                     return None  # the file shrank under us
+                self.scanned += n
+                if self.progress is not None:
+                    self.progress(self.scanned)
                 if chunk != (_ZEROS64[:n] if n <= 64 else bytes(n)):
                     return True
                 pos += n
@@ -163,9 +173,13 @@ class _Scanner:
 _ZEROS64 = bytes(64)
 
 
-def layout(doc: Document, *, scan: bool = True, cancel: threading.Event | None = None) -> Layout:
-    """The byte map of a OneModel document (any state: missing parts become ``gap``)."""
-    sc = _Scanner(doc, scan, cancel)
+def layout(doc: Document, *, scan: bool = True, cancel: threading.Event | None = None, deep: bool = False,
+           progress=None) -> Layout:
+    """The byte map of a OneModel document (any state: missing parts become ``gap``).
+
+    A file at a URL has its padding and gaps fetched and scanned only with ``deep`` (or ``--check
+    --deep``); ``progress(bytes scanned so far)`` is told after each piece scanned."""
+    sc = _Scanner(doc, scan, cancel, deep, progress)
     try:
         return _layout(doc, sc)
     finally:

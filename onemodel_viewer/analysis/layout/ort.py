@@ -10,7 +10,9 @@ Works on an opened ``.ort`` :class:`~..format.document.Document` (its ``extra`` 
   hardware) describe its offset;
 * one ``unowned`` span per run of bytes that no root, vtable, table, vector, string or payload
   covers. Runs shorter than :data:`~..format.ort.reader.PADDING` bytes are the builder's alignment
-  padding: only counted (``padding_runs``, ``padding_bytes``) unless a byte in them is not zero.
+  padding, and so are the zero runs before a payload that ``--export X.ort --align N`` aligned
+  (:func:`~..format.ort.reader.aligning`): only counted (``padding_runs``, ``padding_bytes``) unless
+  a byte in them is not zero.
 
 Reads only the unowned bytes (to tell zero padding from anything else), never a payload byte;
 ``cancel`` (a ``threading.Event``) stops it between runs.
@@ -21,7 +23,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 
-from ...format.ort.reader import PADDING
+from ...format.ort.reader import PADDING, aligning
 from ...format.schema import all_tensors
 from .spans import Span
 
@@ -71,12 +73,13 @@ def ort_layout(doc, cancel: threading.Event | None = None) -> OrtLayout:
             if t is not None:
                 out.dtypes[where] = t.dtype
     buf = doc.storage.buffer() if doc.storage is not None else None
+    payload_starts = {p.start for p in out.payloads}
     for start, length in facts.unowned:
         if cancel is not None and cancel.is_set():
             break
         scanned = buf is not None and length <= SCAN_LIMIT
         nz = _first_nonzero(buf, start, length) if scanned else None
-        if length < PADDING and scanned and nz is None:
+        if scanned and nz is None and (length < PADDING or aligning(buf, start, length, payload_starts)):
             out.padding_runs += 1
             out.padding_bytes += length
             continue

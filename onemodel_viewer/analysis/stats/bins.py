@@ -12,6 +12,7 @@ import math
 from typing import TYPE_CHECKING
 
 from ...format.dtypes import DataType, DType
+from ...kernels import KERNELS, kind
 from .chunks import Chunk, blocks, scratch
 from .kernel import values
 from .result import BINS
@@ -96,6 +97,11 @@ def chunk_histogram(raw: "np.ndarray", info: DType, c: Chunk, binner: Binner, di
     import numpy as np
 
     counts = np.zeros(BINS, dtype=np.int64)
+    k = None if KERNELS is None or info.is_complex else kind(np.dtype(info.numpy))
+    if k is not None:  # the compiled binning: the same arithmetic as Binner, one read, the GIL released
+        mode = 0 if binner.f32 else 2 if binner.wide else 1
+        KERNELS.hist32(raw[c.b0 : c.b1], k, mode, binner.lo, binner.norm, binner.hi, counts)
+        return counts
     with np.errstate(all="ignore"):
         for b in blocks(info, c):
             x = values(raw, info, b)

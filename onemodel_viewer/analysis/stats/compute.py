@@ -279,7 +279,10 @@ def _start(tensor: "Tensor", cancel, progress, chunk_bytes: int) -> "TensorStats
             Kind.INVALID_MODEL, tensor.where, tensor.file_offset,
             f"{tensor.length} bytes stored but {count} {info.name} elements need {expected}",
         )
-    raw = tensor.raw()
+    fetch = getattr(tensor.storage, "fetch_view", None)  # a file at a URL: fetched here, with progress, cancellable
+    raw = tensor.raw() if fetch is None or not tensor.length else fetch(tensor.file_offset, tensor.length, cancel, progress)
+    if raw is None:
+        raise Cancelled()
     if raw.size != expected:
         raise FormatError(Kind.INVALID_MODEL, tensor.where, tensor.file_offset, f"{raw.size} bytes readable, {expected} needed")
     chunk_bytes = max(1, int(chunk_bytes))

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
 from ...format.dtypes import DType
+from ...kernels import KERNELS, kind
 from .chunks import Chunk, blocks, scratch
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -182,5 +183,8 @@ def chunk_figures(raw: "np.ndarray", info: DType, c: Chunk) -> list[tuple[Chunk,
     import numpy as np
 
     is_int = not info.is_float and not info.is_complex
+    k = None if KERNELS is None or info.is_complex else kind(np.dtype(info.numpy))
+    if k is not None:  # the compiled pass: one read of each block, the GIL released
+        return [(b, BlockFigures(*KERNELS.figures(raw[b.b0 : b.b1], k))) for b in blocks(info, c)]
     with np.errstate(all="ignore"):
         return [(b, block_figures(values(raw, info, b), is_int)) for b in blocks(info, c)]

@@ -483,6 +483,10 @@ def copy_storage_range(out, storage: Storage, offset: int, length: int, fds: "So
             raise FormatError(Kind.IO, "file", None, f"{storage.path} changed on disk while it was copied")
         return
     storage.check()
+    if getattr(storage, "remote", False):  # a URL (format/remote): pieces fetched ahead, several in flight
+        for piece in storage.stream(offset, length, CHUNK):
+            write_all(out, piece)
+        return
     buf = memoryview(storage.buffer())
     for start in range(offset, offset + length, CHUNK):
         write_all(out, buf[start : min(start + CHUNK, offset + length)])

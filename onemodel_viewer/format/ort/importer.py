@@ -1,7 +1,7 @@
 """ORT flatbuffer (verified by :mod:`.verify`) -> the records of :mod:`..schema`, plus ORT's own facts.
 
 The ORT-level rules, after the flatbuffer checks (``where`` is the schema field path from the
-root table, ``offset`` the bytes at fault; CLARIFICATIONS.md, README format notes):
+root table, ``offset`` the bytes at fault; CLARIFICATIONS.md, docs/formats/ort.md):
 
 * ``InferenceSession.ort_version`` missing: Malformed; not a decimal version: Malformed; ``0``:
   Malformed (no such version); above 6: Unsupported. Versions 1-4: an ``ort-old-version`` finding.
@@ -13,8 +13,8 @@ root table, ``offset`` the bytes at fault; CLARIFICATIONS.md, README format note
   2^60 elements or more: Unsupported at ``.dims``; ``raw_data`` length not ``ceil(count * bits /
   8)``: InvalidModel at ``.raw_data``; string count not the element count: InvalidModel at
   ``.string_data``; ``raw_data`` on a string tensor / ``string_data`` on another: Malformed;
-  ``external_data_offset`` >= 0: an ``external-data-offset`` finding (ONNX Runtime's inference
-  reader rejects it), the bytes are not looked for.
+  ``external_data_offset`` set (not -1): Unsupported at ``.external_data_offset`` (ONNX Runtime's
+  inference reader rejects it; the bytes are in a file no reader here opens).
 * Graphs nest at most 64 deep (main graph = 1) and types 64 deep: Unsupported beyond.
 * Text that is not UTF-8: Malformed (kept with replacement characters).
 
@@ -390,9 +390,11 @@ class Importer:
             self.bad(Kind.UNSUPPORTED, w + ".dims", dpos - 4, "element count is 2^60 or more")
             return Tensor(name, dtype, dims, doc, where=w)
         ext = t.get("external_data_offset", -1)
-        if ext != -1:
-            self.finding("external-data-offset", w + ".external_data_offset", field_pos(buf, t, "Tensor", "external_data_offset"),
-                         f"external_data_offset {ext}: ONNX Runtime's inference reader rejects external data; the bytes are not looked for")
+        if ext != -1:  # CLARIFICATIONS: Unsupported in every command (a finding left a "valid" tensor with no bytes)
+            self.bad(Kind.UNSUPPORTED, w + ".external_data_offset", field_pos(buf, t, "Tensor", "external_data_offset"),
+                     f"external_data_offset {ext}: the bytes are in a file this reader does not open (ONNX Runtime's "
+                     "inference reader rejects it too)")
+            return Tensor(name, dtype, dims, doc, where=w)
         if dtype == STRING:
             if "raw_data" in t:
                 self.bad(Kind.MALFORMED, w + ".raw_data", target_pos(buf, t, "Tensor", "raw_data"), "a string tensor with raw_data")

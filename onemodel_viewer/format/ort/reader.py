@@ -39,9 +39,17 @@ def open_ort(path: str, mode: str, storage: FileStorage, report, resolve) -> Doc
 
 
 def _read(doc: Document, storage: FileStorage, report, resolve) -> None:
-    buf = storage.buffer()
     size = storage.size
-    walker = Walker(buf, size, report)
+    need = None
+    if getattr(storage, "remote", False):  # a file at a URL: the walk fetches what it reads, payloads stay
+        from ..remote.lazy import LazyCopy
+
+        lazy = LazyCopy(storage)
+        buf, need = lazy.buf, lazy.need
+        walker = Walker(buf, size, report, need=need, hint=lazy.hint)
+    else:
+        buf = storage.buffer()
+        walker = Walker(buf, size, report)
     facts = OrtFacts()
     doc.extra = facts
     root = walker.root()
@@ -68,6 +76,25 @@ def _read(doc: Document, storage: FileStorage, report, resolve) -> None:
     doc.model = model
     resolve(model, report)
     if not report.problems:
+        payloads = {s[0] for s in spans if s[2] == "payload"}
         for start, length in facts.unowned:
-            if length >= PADDING:
+            if length >= PADDING and not aligning(buf, start, length, payloads, need):
                 report.finding("unowned-bytes", "file", start, f"{length} bytes at {start} that no table, vector or string owns")
+
+
+MAX_ALIGN_PADDING = 1 << 20
+
+
+def aligning(buf, start: int, length: int, payloads: set[int], need=None) -> bool:
+    """True when the unowned run ``start..start+length`` is a writer's alignment padding: zeros right
+    before a ``[uint8]`` vector whose bytes start at a multiple of a power of two larger than the run
+    (``--export X.ort --align N`` writes such runs before each payload). ``need``: a file at a URL's
+    lazy copy fetches the run before it is looked at (:class:`..remote.lazy.LazyCopy`)."""
+    data = start + length + 4
+    if data not in payloads or length >= MAX_ALIGN_PADDING:
+        return False
+    if length >= (data & -data):  # the largest power of two dividing the payload's offset
+        return False
+    if need is not None:
+        need(start, length)
+    return not any(buf[start:start + length])  # a mapping, bytes, or a remote file's lazy sequence

@@ -103,11 +103,20 @@ _TABLES = _compile()
 
 
 class Walker:
-    """One verifying walk over ``buf`` (``bytes`` or a read-only ``mmap``) of ``size`` bytes."""
+    """One verifying walk over ``buf`` (``bytes`` or a read-only ``mmap``) of ``size`` bytes.
+
+    ``need(offset, length)``, when given, is told of the bytes the walk is about to read (a table, its
+    vtable, a string, a vector of scalars, structs or offsets; never a ``[uint8]`` payload) before it
+    reads them: a file at a URL is walked over a buffer that holds only what was fetched
+    (:class:`..remote.lazy.LazyCopy`), its payloads fetched when used. ``hint(offsets)`` is told where
+    the tables of a vector are before the walk visits them one by one (fetched together).
+    """
 
     def __init__(self, buf, size: int, report, *, max_depth: int = MAX_DEPTH, budget: int | None = None,
-                 work_budget: int | None = None) -> None:
+                 need=None, hint=None, work_budget: int | None = None) -> None:
         self.buf = buf
+        self.need = need
+        self.hint = hint
         self.size = size
         self.report = report
         self.max_depth = max_depth
@@ -144,6 +153,8 @@ class Walker:
         if size < 8:
             self.bad(Kind.MALFORMED, "file", 0, f"{size} bytes: too short for a flatbuffer (root offset + identifier = 8 bytes)")
             return None
+        if self.need is not None:
+            self.need(0, 8)
         ident = bytes(self.buf[4:8])
         if ident != IDENTIFIER:
             self.bad(Kind.MALFORMED, "file_identifier", 4, f"file identifier {ident!r}, not {IDENTIFIER!r}: not an ORT model")
@@ -186,7 +197,9 @@ class Walker:
             self.bad(Kind.UNSUPPORTED, where, pos,
                      f"more than {self.budget} tables visited in a {self.size}-byte file: shared sub-tables expand it")
             return None
-        buf, size = self.buf, self.size
+        buf, size, need = self.buf, self.size, self.need
+        if need is not None:
+            need(pos, 4)
         vt = pos - _i32(buf, pos)[0]
         if vt < 0 or vt + 4 > size:
             self.bad(Kind.MALFORMED, where, pos, f"vtable at {vt} is outside the {size}-byte buffer")
@@ -194,6 +207,8 @@ class Walker:
         if vt % 2:
             self.bad(Kind.MALFORMED, where, pos, f"vtable at {vt} is not 2-byte aligned")
             return None
+        if need is not None:
+            need(vt, 4)
         vsize, tsize = _u16x2(buf, vt)
         if vsize < 4 or vsize % 2 or vt + vsize > size:
             self.bad(Kind.MALFORMED, where, vt, f"vtable size {vsize} at {vt} is odd, below 4 or past the end of the buffer")
@@ -203,6 +218,9 @@ class Walker:
             return None
         if not self.spend(1 + vsize // 2, where, pos):
             return None
+        if need is not None:
+            need(vt, vsize)
+            need(pos, tsize)
         if vt not in self._vtables:
             self._vtables.add(vt)
             self.spans.append((vt, vsize, "vtable", f"vtable of {where}"))
@@ -268,12 +286,18 @@ class Walker:
         return out
 
     # -- strings and vectors
-    def _length(self, pos: int, elem_size: int, where: str, what: str) -> int | None:
+    def _length(self, pos: int, elem_size: int, where: str, what: str, elements: bool = True) -> int | None:
+        """The element count at ``pos``; the elements are fetched (``need``) unless ``elements`` is False."""
+        need = self.need
+        if need is not None:
+            need(pos, 4)
         n = _u32(self.buf, pos)[0]
         end = pos + 4 + n * elem_size  # Python ints: no overflow, compared before any slice
         if end > self.size:
             self.bad(Kind.MALFORMED, where, pos, f"{what} of {n} elements at {pos} ends at {end}, past the {self.size}-byte buffer")
             return None
+        if need is not None and elements:
+            need(pos + 4, min(n * elem_size + 1, self.size - pos - 4))  # a string's NUL too
         return n
 
     def string(self, pos: int, where: str) -> bytes | None:
@@ -294,7 +318,7 @@ class Walker:
         if self.exhausted:
             return None
         if kind == _K_VBYTES:
-            n = self._length(pos, 1, where, "vector")
+            n = self._length(pos, 1, where, "vector", elements=False)
             if n is None:
                 return None
             self.spans.append((pos, 4, "vector", where))
@@ -322,6 +346,8 @@ class Walker:
         if n is None or not self.spend(1 + n, where, pos):
             return None
         self.spans.append((pos, 4 + 4 * n, "vector", where))
+        if self.hint is not None and n > 1 and kind == _K_VTABLE:  # where the tables are (checked when visited)
+            self.hint([pos + 4 + 4 * i + _u32(buf, pos + 4 + 4 * i)[0] for i in range(n)])
         out = []
         at = pos + 4
         for i in range(n):

@@ -85,6 +85,10 @@ class EditActions:
         if doc is None or doc.source != "onemodel" or not self.path:
             self.notify("edit mode edits OneModel files; convert this one first (--convert)", severity="warning")
             return None
+        if "://" in self.path:
+            self.notify("edit mode edits local files; this one is at a URL (--convert it to a local file first)",
+                        severity="warning")
+            return None
         if self.edit_session is None or self.edit_session.path != self.path:
             from ...format.onemodel.overlay import EditSession
 

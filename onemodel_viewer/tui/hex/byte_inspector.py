@@ -44,9 +44,13 @@ class ByteInspector(Static):
             return
         try:
             n = max(0, min(8, storage.size - offset))
-            data = storage.read(offset, n) if n else b""
+            remote = getattr(storage, "remote", False)  # a URL: from the cache only (the hex pane fetches its page)
+            data = (storage.peek(offset, n) if remote else storage.read(offset, n)) if n else b""
         except (FormatError, ValueError, OSError) as e:
             self.update(Text(f"cannot read: {safe_str(str(e), 120)}", style="red"))
+            return
+        if data is None:
+            self.update(Text(f"0x{offset:x} fetching…", style="dim"))
             return
         head = Text(f"0x{offset:x} ", style="bold")
         plain: list[str] = []

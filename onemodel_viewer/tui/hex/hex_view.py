@@ -43,6 +43,7 @@ from ...format.errors import FormatError
 from ...format.schema import Tensor
 from ...format.storage import Storage
 from .bytemap import ByteMap, FileMaps
+from .page_fetch import PageFetcher
 from ..widgets.safe import safe_str, safe_text
 
 
@@ -165,6 +166,7 @@ class HexView(ScrollView, can_focus=True):
         self._header: Any = None
         self._external: tuple[Storage, ByteMap] | None = None
         self._other: tuple[Storage, int] | None = None
+        self._fetcher = PageFetcher(self, self._page, self._fetched)
 
     # ------------------------------------------------------------------ public API
     def set_source(self, storage: Storage | None, bytemap: ByteMap | None, size: int | None = None) -> None:
@@ -173,6 +175,7 @@ class HexView(ScrollView, can_focus=True):
         self._bytemap = bytemap
         self._nbytes = size if size is not None else (storage.size if storage is not None else 0)
         self.error = None
+        self._fetcher.forget()
         self._invalidate()
         self._update_virtual_size()
 
@@ -356,6 +359,17 @@ class HexView(ScrollView, can_focus=True):
         self.scroll_to(y=target, animate=False, immediate=True)
 
     # ------------------------------------------------------------------ internals
+    def _page(self) -> tuple[int, int]:
+        """``[start, end)`` of the bytes on screen."""
+        top = int(self.scroll_offset.y)
+        h = self.scrollable_content_region.height or self.size.height or 1
+        return max(0, self.line_start(top)), min(self._nbytes, max(0, self.line_start(top + h + 1)))
+
+    def _fetched(self) -> None:
+        """A remote page arrived: redraw, and have the byte inspector look again."""
+        self._invalidate()
+        self.post_message(self.CursorMoved(self, self.cursor))
+
     def _invalidate(self) -> None:
         self._gen += 1
         self._cache.clear()
@@ -455,11 +469,14 @@ class HexView(ScrollView, can_focus=True):
         first = start + lead
         end = min(self._nbytes, start + bpl)
         try:
-            data = self._storage.read(first, end - first)
+            data = self._fetcher.read(self._storage, first, end - first)  # None: a remote page on its way
         except FormatError as e:
             self.error = e.message
             return Strip([Segment(f"{first:0{self._offset_width()}x}  ", st["offset"]),
                           Segment(safe_str(e.message, 200) + "  (r: reload)", st["error"])]).extend_cell_length(width, st["base"]).crop(0, width)
+        if data is None:
+            return Strip([Segment(f" {first:0{self._offset_width()}x}  ", st["offset"]),
+                          Segment("·· fetching…", st["annotation"])]).extend_cell_length(width, st["base"]).crop(0, width)
         bm = self._bytemap
         # per-byte style keys
         keys: list[str] = []

@@ -121,7 +121,7 @@ class ManifestSpans:
             if self._child is not None:
                 self._child.close()
             previous, self._locator, self._child, self._storage = self._locator, None, None, None
-            if mlen > CHILD_BYTES and doc.path:
+            if mlen > CHILD_BYTES and doc.path and "://" not in doc.path:  # a URL's manifest is in this process's cache
                 from .locate_child import LocateChild
 
                 self._child = LocateChild(doc.path, m0, mlen, _unique_keys(doc))

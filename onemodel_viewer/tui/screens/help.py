@@ -29,6 +29,7 @@ KEYS = (
     ("u", "every node reading the selected value (subgraphs included)"),
     ("a", "graph neighbourhood of the selected node (+/- levels, enter: select)"),
     ("P", "parameter counts by dtype, largest tensors"),
+    ("O", "scope outline: layers, repeated blocks folded (enter: select in tree / open a fold)"),
     ("o", "operator help: the node's ONNX schema, defaults marked"),
     ("v", "tensor values grid ([ ] slice, x choose slice, j jump, y copy)"),
     ("e", "write the selected tensor to a .npy file"),

@@ -58,11 +58,12 @@ class Row:
     """A tensor stored in ``file`` (what the viewer needs to show that file)."""
 
 
-def from_analysis(doc, cancel=None) -> list[Row]:
-    """Rows from :func:`analysis.layout.layout` (OneModel documents)."""
+def from_analysis(doc, cancel=None, deep: bool = False, progress=None) -> list[Row]:
+    """Rows from :func:`analysis.layout.layout` (OneModel documents); ``deep``, ``progress``: a file at a
+    URL has its padding and gaps fetched and scanned, ``progress(bytes scanned)`` told as it goes."""
     from ...analysis.layout.onemodel import layout
 
-    lay = layout(doc, cancel=cancel)
+    lay = layout(doc, cancel=cancel, deep=deep, progress=progress)
     out: list[Row] = []
     for e in lay.extents:
         name = ", ".join(n or "(unnamed)" for n in e.names)
@@ -81,6 +82,14 @@ def from_analysis(doc, cancel=None) -> list[Row]:
         out.append(Row(e.start, e.end, "tensor", ", ".join(e.names), "zero-length"))
     out.sort(key=lambda e: (e.start, e.end))
     return out
+
+
+def unscanned(rows: list[Row]) -> int:
+    """Bytes of the rows a deep scan would fetch (padding, and gaps and tails not over the scan limit)."""
+    from ...analysis.layout.onemodel import GAP_SCAN_LIMIT
+
+    return sum(r.end - r.start for r in rows if r.note.startswith("not scanned")
+               and (r.kind == "padding" or r.end - r.start <= GAP_SCAN_LIMIT))
 
 
 def from_bytemap(bm: ByteMap) -> list[Row]:
@@ -158,7 +167,15 @@ KIND_STYLE = {"header": "yellow", "manifest": "green", "padding": "dim", "tensor
 class LayoutScreen(ModalScreen[Any]):
     """A table of extents; enter returns the chosen extent's start offset."""
 
-    BINDINGS = [Binding("escape,l,q", "close", "Close"), Binding("enter", "choose", "Go to")]
+    BINDINGS = [Binding("escape,l,q", "close", "Close"), Binding("enter", "choose", "Go to"),
+                Binding("s", "scan", "Fetch and scan padding")]
+    """
+    | Key(s) | Description |
+    | :- | :- |
+    | escape/l/q | Close. |
+    | enter | Go to the chosen extent. |
+    | s | A file at a URL: fetch its padding and gaps and scan them for non-zero bytes (with progress; escape cancels). |
+    """
 
     DEFAULT_CSS = """
     LayoutScreen { background: $background 60%; }
@@ -174,6 +191,33 @@ class LayoutScreen(ModalScreen[Any]):
         self._cancel = threading.Event()
         self.note = note
         """Why some extents may be missing (the app's ``verdict_note()``: "checking…"), or ''."""
+        self.deep = False
+        """A file at a URL: its padding fetched and scanned (``s``)."""
+        self.to_scan = 0
+        """Bytes ``s`` fetches (the rows not scanned)."""
+        self._shown_at = 0.0
+
+    @property
+    def remote(self) -> bool:
+        doc = self.document
+        return doc is not None and doc.source == "onemodel" and getattr(doc.storage, "remote", False)
+
+    def action_scan(self) -> None:
+        """Fetch and scan the padding and gaps of a file at a URL, with progress (escape cancels)."""
+        if not self.remote or self.deep or self.extents is None or not self.to_scan:
+            return
+        self.deep = True
+        self._cancel.set()
+        self._cancel = threading.Event()
+        self.extents = None
+        self.query_one(DataTable).clear()
+        self._progress(0, self.to_scan)
+        self._compute()
+
+    def _progress(self, done: int, total: int) -> None:
+        self.query_one("#layout-title", Static).update(Text(
+            f" layout: fetching and scanning padding: {human_size(min(done, total))} of {human_size(total)}"
+            "   escape: cancel and close", style="bold"))
 
     def checks_ended(self, note: str = "") -> None:
         """The app's deferred checks have ended (``note``: see :attr:`note`): the extents computed again."""
@@ -202,7 +246,8 @@ class LayoutScreen(ModalScreen[Any]):
         try:
             doc = self.document
             if doc is not None and doc.source == "onemodel":
-                ext = from_analysis(doc, cancel=cancel)
+                ext = from_analysis(doc, cancel=cancel, deep=self.deep,
+                                    progress=self._scanned if self.deep else None)
             elif doc is not None and doc.source == "ort":
                 ext = from_ort(doc, cancel=cancel)
             else:
@@ -219,10 +264,23 @@ class LayoutScreen(ModalScreen[Any]):
         except Exception:
             pass
 
+    def _scanned(self, done: int) -> None:
+        """From the worker: bytes scanned so far (the title told at most ten times a second)."""
+        import time
+
+        now = time.monotonic()
+        if now - self._shown_at >= 0.1:
+            self._shown_at = now
+            try:
+                self.app.call_from_thread(self._progress, done, self.to_scan)
+            except Exception:
+                pass
+
     def _show(self, ext: list[Row], err: str | None, cancel: threading.Event | None = None) -> None:
         if cancel is not None and cancel is not self._cancel:  # computed again since (the checks ended)
             return
         self.extents = ext
+        self.to_scan = unscanned(ext) if self.remote and not self.deep else 0
         table = self.query_one(DataTable)
         counts: dict[str, int] = {}
         for i, e in enumerate(ext[:MAX_ROWS]):
@@ -239,6 +297,8 @@ class LayoutScreen(ModalScreen[Any]):
             title.append(f" (first {MAX_ROWS:,} rows)", style="dim")
         if err:
             title.append("  " + err, style="red")
+        if self.to_scan:
+            title.append(f"  padding not fetched (a URL): s: fetch and scan {human_size(self.to_scan)}", style="yellow")
         if self.note:  # the tensors of nodes not checked yet are not known
             title.append(f"  so far ({self.note}: tensors in node attributes may be missing)", style="bold yellow")
         title.append("   enter: go to · escape: close", style="dim")

@@ -18,6 +18,7 @@ from ...format.schema import Function, Graph, Model, Node, SparseTensor, Tensor,
 from ...format.spec_rules import rule_of
 from ..hex.bytemap import FileMaps
 from .entries import Entry
+from .info_bar import file_name
 from .formatters import attr_type_name, attribute_value_text, float_bits_text, join_texts, tensor_summary  # noqa: F401 (float_bits_text: re-exported)
 from .safe import human_size, safe_text
 
@@ -384,7 +385,7 @@ class Describer:
     def model(self, m: Model) -> list[Line]:
         doc = self.doc
         lines: list[Line] = [(Text("model", style="bold"), None)]
-        lines.append(kv("file", safe_text(os.path.basename(doc.path), limit=200)))
+        lines.append(kv("file", safe_text(file_name(doc.path), limit=200)))
         lines.append(kv("source", doc.source))
         lines.append(kv("size", f"{doc.size:,} ({human_size(doc.size)})"))
         lines.append(kv("ir", str(m.ir_version)))

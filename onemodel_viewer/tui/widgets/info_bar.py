@@ -84,6 +84,15 @@ def count_nodes(doc: Document) -> int:
     return n
 
 
+def file_name(path: str) -> str:
+    """A local file's base name; a URL whole, its credentials (user-info, query string) redacted."""
+    if "://" in path:
+        from ...format.remote.urls import shown_name
+
+        return shown_name(path)
+    return os.path.basename(path)
+
+
 def count_tensors(doc: Document) -> int:
     """Tensors of the model (initializers, attribute tensors, sparse parts)."""
     return 0 if doc.model is None else len(all_tensors(doc.model))
@@ -96,7 +105,7 @@ def document_parts(doc: Document, tensors: int, nodes: int, checking: bool = Fal
     ``unchecked``: why problems may be missing (``checking…``: the node checks still run), said
     instead of ``valid``, or after the problems found so far."""
     parts: list[tuple[Text, int, bool]] = [(Text("onemodel-view", style="bold"), 20, False)]
-    parts.append((Text(" ") + safe_text(os.path.basename(doc.path), style="bold", limit=60), 90, True))
+    parts.append((Text(" ") + safe_text(file_name(doc.path), style="bold", limit=60), 90, True))
     parts.append((Text(f"  {human_size(doc.size)}", style="dim"), 40, True))
     bad_magic = doc.header is None and any(p.where == "header.magic" for p in doc.problems)
     source = Text(doc.source, style="dim")
