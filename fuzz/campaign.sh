@@ -8,7 +8,7 @@ set -u
 secs=${1:-600}
 work=${2:-/tmp/onemodel-fuzz}
 shift 2 2>/dev/null || shift $#
-targets=${*:-"ort onemodel onnx patch writer text"}
+targets=${*:-"ort onemodel onnx patch writer ort_writer text"}
 here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$work/logs" "$work/artifacts"
 for t in $targets; do

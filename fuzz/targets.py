@@ -253,6 +253,45 @@ def writer(data: bytes) -> str:
     return "valid"
 
 
+def ort_writer(data: bytes) -> str:
+    """The ``.ort`` writer on whatever the readers accept (format by content, as ``writer``): write, read the
+    ``.ort`` back strictly (it must open), and every initializer of the main graph that both have by name
+    holds the same bytes. Records are not compared: the writer prepares the model as ONNX Runtime's
+    converter does (functions inlined, Constant nodes made initializers). The writer may refuse
+    (FormatError: a model with no ORT form) but nothing else may escape."""
+    from onemodel_viewer import format as omf
+    from onemodel_viewer.format import FormatError
+    from onemodel_viewer.format.ort.writer import write_ort
+
+    _weights()
+    name = "o.onemodel" if data[:8] == b"ONEMODEL" else "o.ort" if data[4:8] == b"ORTM" else "o.onnx"
+    path = _path(name, data)
+    try:
+        doc = omf.open(path)
+    except FormatError as e:
+        return e.kind.value
+    out = os.path.join(_TMP, "written.ort")
+    try:
+        try:
+            write_ort(doc.model, out, threads=1)
+        except FormatError:
+            return "refused"
+        back = omf.open(out)  # a FormatError here is a bug: the writer wrote what the reader refuses
+        try:
+            def by_name(model):
+                return {t.name: (t.dtype, t.dims, tuple(t.strings or ()) if t.is_string else bytes(t.raw()))
+                        for t in model.graph.initializers}
+
+            a, b = by_name(doc.model), by_name(back.model)
+            for k in a.keys() & b.keys():
+                _need(a[k] == b[k], f"initializer {k!r} differs after an .ort write/read")
+        finally:
+            back.close()
+    finally:
+        doc.close()
+    return "valid"
+
+
 def text(data: bytes) -> str:
     """The text-safety layer: arbitrary strings (UTF-8 with escapes, UTF-16, UTF-32) as the CLI and viewer show them."""
     from onemodel_viewer.textsafe import visible, visible_bytes
@@ -417,7 +456,7 @@ def seeds(target: str) -> list[Path]:
         return _small(list(valid.glob("*.onnx")) + list((ROOT / "testdata" / "external").glob("*/model.onnx")))
     if target == "ort":
         return _small((hostile / "ort").glob("*.ort"), 16_000)
-    if target == "writer":
+    if target in ("writer", "ort_writer"):
         return seeds("onemodel")[:8] + seeds("onnx")[:8] + seeds("ort")
     return []
 
@@ -435,14 +474,15 @@ def _as_bytes(x) -> bytes:
     return x if isinstance(x, bytes) else x.encode("utf-8", "surrogatepass")
 
 
-TARGETS = {"onemodel": onemodel, "onnx": onnx, "ort": ort, "writer": writer, "patch": patch, "text": text}
+TARGETS = {"onemodel": onemodel, "onnx": onnx, "ort": ort, "writer": writer, "ort_writer": ort_writer, "patch": patch,
+           "text": text}
 
 
 def mutator(target: str):
     from mutators import mutate_bytes, structured
 
     return {"onemodel": structured("onemodel"), "onnx": structured("protobuf"), "ort": structured("flatbuffer"),
-            "writer": mutate_bytes, "patch": mutate_patch, "text": mutate_bytes}[target]
+            "writer": mutate_bytes, "ort_writer": mutate_bytes, "patch": mutate_patch, "text": mutate_bytes}[target]
 
 
 def cleanup() -> None:

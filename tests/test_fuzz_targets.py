@@ -30,7 +30,7 @@ sys.path.pop(0)
 
 HANG_S = 30
 MEMORY = 256 << 20
-BUDGET = {"onemodel": 40, "onnx": 100, "ort": 60, "writer": 60, "patch": 60, "text": 200}
+BUDGET = {"onemodel": 40, "onnx": 100, "ort": 60, "writer": 60, "ort_writer": 40, "patch": 60, "text": 200}
 SEEDS = {name: targets.seed_blobs(name) for name in targets.TARGETS}
 
 
@@ -81,6 +81,7 @@ test_fuzz_onemodel = _test("onemodel")
 test_fuzz_onnx = _test("onnx")
 test_fuzz_ort = _test("ort")
 test_fuzz_writer = _test("writer")
+test_fuzz_ort_writer = _test("ort_writer")
 test_fuzz_patch = _test("patch")
 test_fuzz_text = _test("text")
 
@@ -90,7 +91,7 @@ def test_seeds_pass_the_invariants(name):
     """The unmutated seeds: every target accepts its own (valid) seeds' invariants."""
     outcomes = [guarded(targets.TARGETS[name], b) for b in SEEDS[name]]
     assert len(outcomes) == len(SEEDS[name]) > 0
-    if name in ("onemodel", "writer"):
+    if name in ("onemodel", "writer", "ort_writer"):
         assert "valid" in outcomes
 
 
