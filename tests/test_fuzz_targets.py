@@ -181,3 +181,30 @@ def test_protobuf_mutator_swaps_nested_fields_as_copies():
     mutators.swap_fields(outer, inner)
     fields.append(inner)  # a later step of the same mutation may put the inner field back in the tree
     assert isinstance(mutators.serialise(fields), bytes)
+
+
+def test_ort_writer_refuses_an_opset_version_past_int32(tmp_path):
+    """Regression (found by the ort_writer target): a model whose opset version does not fit a C int made
+    the .ort writer's schema look-up raise onnx's TypeError; it is refused as Unsupported at the node."""
+    from onemodel_viewer import format as omf
+    from onemodel_viewer.format.ort.writer import write_ort
+
+    sys.path.insert(0, str(ROOT / "testdata"))
+    try:
+        import make_hostile_ort as mh
+    finally:
+        sys.path.pop(0)
+    fb = mh.FB()
+    tt = fb.table("TypeInfo", value_type=1, value=fb.table("TensorTypeAndShape", elem_type=1))
+    args = fb.vec([fb.table("ValueInfo", name=fb.s(n), type=tt) for n in ("x", "y")])
+    node = fb.table("Node", op_type=fb.s("Relu"), inputs=fb.vec([fb.s("x")]), outputs=fb.vec([fb.s("y")]))
+    g = fb.table("Graph", inputs=fb.vec([fb.s("x")]), outputs=fb.vec([fb.s("y")]), node_args=args, nodes=fb.vec([node]))
+    op = fb.table("OperatorSetId", domain=fb.s(""), version=1 << 40)
+    model = fb.table("Model", ir_version=8, opset_import=fb.vec([op]), graph=g)
+    src = tmp_path / "big-opset.ort"
+    src.write_bytes(fb.finish(fb.table("InferenceSession", ort_version=fb.s("6"), model=model)))
+    with omf.open(src) as doc:
+        with pytest.raises(omf.FormatError) as e:
+            write_ort(doc.model, tmp_path / "out.ort", threads=1)
+    assert e.value.kind == omf.Kind.UNSUPPORTED and "opset" in e.value.message
+    assert not (tmp_path / "out.ort").exists()
