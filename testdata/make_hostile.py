@@ -673,6 +673,17 @@ def reading_rule_cases() -> None:
        "the then branch's output zt renamed to the empty string")
     at(lambda m: m["functions"][0]["outputs"].__setitem__(0, ""), "InvalidModel-function-empty-output",
        "manifest.functions[0].outputs[0]", "a function output is a graph output of its body: the same rule")
+    # CLARIFICATIONS: "" never names a value, so nothing defines it either: a graph or function input, an
+    # initializer or a sparse initializer named "" is InvalidModel at its name (it was accepted as a definition).
+    at(lambda m: m["graph"]["inputs"].append({"name": ""}), "InvalidModel-empty-graph-input", f"{G}.inputs[2].name",
+       "a third graph input named the empty string")
+    at(lambda m: m["graph"]["initializers"][2].__setitem__("name", ""), "InvalidModel-empty-initializer",
+       f"{G}.initializers[2].name", "the unused initializer q renamed to the empty string")
+    at(lambda m: m["graph"]["sparse_initializers"][0]["values"].__setitem__("name", ""),
+       "InvalidModel-empty-sparse-initializer", f"{G}.sparse_initializers[0].values.name",
+       "the sparse initializer sp renamed to the empty string")
+    at(lambda m: m["functions"][0]["inputs"].append(""), "InvalidModel-function-empty-input",
+       "manifest.functions[0].inputs[1]", "a second function input named the empty string")
     at(lambda m: m["graph"]["nodes"][4]["attributes"][6]["value"][1]["nodes"][0]["inputs"].__setitem__(0, "nope"),
        "InvalidModel-undefined-graphs-attr-input", f"{N4}.attributes[6].value[1].nodes[0].inputs[0]")
     # A subgraph's value is not visible to the outer graph.

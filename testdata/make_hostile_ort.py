@@ -181,6 +181,87 @@ def bomb(levels: int) -> bytes:
     return fb.finish(session(fb, g))
 
 
+def shared_vector_bomb(nodes: int, inputs: int, bad: bool = False) -> bytes:
+    """Regression (found by fuzzing, fuzz/README.md): one node's ``inputs`` vector of ``inputs`` entries,
+    listed ``nodes`` times in the graph. Valid entries (all the shared string "x"): nodes * inputs string
+    checks, within the table budget (a ~40 s hang before the work budget). ``bad``: every entry a zero
+    offset instead: strict stops at the first, diagnose reported nodes * inputs problems (the 60 s hang)."""
+    fb = FB()
+    x = fb.s("x")
+    ins = fb.vec([x] * inputs)
+    if bad:
+        ins_pos = len(fb.b.Bytes) - fb.b.Head()  # its 4 * inputs entries are zeroed after the finish
+    n = fb.table("Node", op_type=fb.s("Sum"), inputs=ins)
+    g = fb.table("Graph", nodes=fb.vec([n] * nodes))
+    data = bytearray(fb.finish(session(fb, g)))
+    if bad:
+        start = len(data) - ins_pos  # the vector's length field, counted from the end (the builder grows down)
+        assert struct.unpack_from("<I", data, start)[0] == inputs
+        data[start + 4:start + 4 + 4 * inputs] = bytes(4 * inputs)
+    return bytes(data)
+
+
+def work_cases() -> dict[str, tuple[bytes, str, str, int]]:
+    """Cases added after base.ort was made, built without regenerating it (``--work-only`` writes just
+    these): the work-budget and problem-cap cases, and what fuzzing found since."""
+    out = {}
+    good = shared_vector_bomb(4000, 4000)
+    rep = Reporter(False)
+    Walker(good, len(good), rep).root()
+    p = rep.problems[0]
+    assert p.kind.value == U and "work budget" in p.message, p
+    out["shared-vector-bomb"] = (good, U, p.where, p.offset)
+    bad = shared_vector_bomb(4000, 4000, bad=True)
+    first = f"{G}.nodes[0].inputs[0]"
+    rep = Reporter(False)
+    Walker(bad, len(bad), rep).root()
+    assert rep.problems[0].where == first, rep.problems[0]
+    out["shared-bad-offsets"] = (bad, M, first, rep.problems[0].offset)
+    # found by fuzzing: an attribute's vtable slot for `type` pointing far past the file; diagnose mode's
+    # second problem ("attribute without a type") had an offset outside the file
+    with open(os.path.join(OUT, "base.ort"), "rb") as f:
+        base = f.read()
+    g = walk(base)["model"]["graph"]
+    i = next(i for i, n in enumerate(g["nodes"]) if n.get("attributes"))
+    attr = g["nodes"][i]["attributes"][0]
+    at = attr["@vt"] + slot("Attribute", "type")
+    # found by the onnx fuzz target (the same defect in .ort): a model without ir_version was accepted and
+    # the OneModel writer then refused it
+    fb = FB()
+    g = fb.table("Graph")
+    op = fb.table("OperatorSetId", domain=fb.s(""), version=17)
+    model = fb.table("Model", opset_import=fb.vec([op]), graph=g)
+    data = fb.finish(fb.table("InferenceSession", ort_version=fb.s("6"), model=model))
+    out["ir-version-missing"] = (data, I, f"{MD}.ir_version", walk(data)["model"]["@"])
+    # the onnx target's sparse finding, in .ort: dense dims of 2^62 elements, refused only by the OneModel reader
+    fb = FB()
+    vals = fb.table("Tensor", name=fb.s("sv"), dims=fb.vec64([1]), data_type=1, raw_data=fb.b.CreateByteVector(bytes(4)))
+    idx = fb.table("Tensor", name=fb.s("si"), dims=fb.vec64([1]), data_type=7, raw_data=fb.b.CreateByteVector(bytes(8)))
+    sp = fb.table("SparseTensor", values=vals, indices=idx, dims=fb.vec64([1 << 31, 1 << 31]))
+    data = fb.finish(session(fb, fb.table("Graph", sparse_initializers=fb.vec([sp]))))
+    s0 = walk(data)["model"]["graph"]["sparse_initializers"][0]
+    out["sparse-dims-2pow62"] = (data, U, f"{G}.sparse_initializers[0].dims", target_pos(data, s0, "SparseTensor", "dims"))
+    out["attribute-type-past-file"] = (bytes(put(bytearray(base), "<H", at, 0x8000)), M,
+                                       f"{G}.nodes[{i}].attributes[0].type", at)
+    return out
+
+
+def write_work_cases() -> int:
+    path = os.path.join(OUT, "expected.json")
+    with open(path, encoding="utf-8") as f:
+        expected = json.load(f)
+    cases = work_cases()
+    for name, (data, kind, where, offset) in sorted(cases.items()):
+        fn = f"{kind}-{name}.ort"
+        with open(os.path.join(OUT, fn), "wb") as f:
+            f.write(data)
+        expected[fn] = [kind, where, offset]
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(expected, f, indent=1, sort_keys=True)
+        f.write("\n")
+    return len(cases)
+
+
 def other_schema(ident: bytes | None) -> bytes:
     """A valid flatbuffer of another schema: a root table (int32 0x41414141, a string)."""
     fb = FB()
@@ -238,6 +319,9 @@ def main() -> None:
         with open(os.path.join(OUT, "base.ort"), "rb") as f:
             n = write_findings(f.read())
         print(f"wrote {n} finding files to {os.path.relpath(OUT)}")
+        return
+    if "--work-only" in sys.argv[1:]:
+        print(f"wrote {write_work_cases()} work-budget files to {os.path.relpath(OUT)}")
         return
     base = base_ort()
     d = walk(base)
@@ -360,6 +444,8 @@ def main() -> None:
     boom = bomb(40)
     case("shared-subtable-bomb", boom, U, *_budget_failure(boom))
     case("external-data-offset", *external_offset()[:1], U, *external_offset()[1:])  # was a finding (CLARIFICATIONS)
+    for name, value in work_cases().items():
+        case(name, *value)
 
     expected = {}
     for name, (data, kind, where, offset) in sorted(out.items()):

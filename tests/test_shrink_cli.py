@@ -21,6 +21,14 @@ BROKEN = sorted(n for n, e in EXPECTED.items() if e["kind"])
 BASE = HOSTILE / "valid-base.onemodel"
 
 
+def problems(path) -> list:
+    """Diagnose mode's problems of ``path``."""
+    from onemodel_viewer import format as omf
+
+    with omf.open(path, mode="diagnose") as doc:
+        return list(doc.problems)
+
+
 def shrink(src, dst, seconds=2.0):
     err = io.StringIO()
     with redirect_stderr(err):
@@ -49,6 +57,9 @@ def test_shrunk_hostile_file_fails_the_same_way_and_is_never_larger(name, tmp_pa
     assert out.stat().st_size <= src.stat().st_size
     assert digest(src) == before
     assert [p.name for p in tmp_path.iterdir()] == ["small.onemodel"]
+    # valid in every other way: exactly one problem when IN has one (never more than IN's)
+    got, had = problems(out), problems(src)
+    assert len(got) == 1 if len(had) == 1 else 1 <= len(got) <= len(had), (got, had)
 
 
 @pytest.mark.parametrize("name", ["InvalidModel-undefined-node-input.onemodel", "InvalidModel-cycle-two-nodes.onemodel",
@@ -63,7 +74,8 @@ def test_shrink_is_deterministic(name, tmp_path):
 
 def test_typical_results_are_small(tmp_path):
     out = tmp_path / "s.onemodel"
-    for name, limit in (("InvalidModel-undefined-node-input.onemodel", 256), ("Unsupported-flags-1.onemodel", 64),
+    # flags-1: the header and the minimal manifest (the header alone, 64 bytes, has a second problem)
+    for name, limit in (("InvalidModel-undefined-node-input.onemodel", 256), ("Unsupported-flags-1.onemodel", 256),
                         ("InvalidModel-cycle-two-nodes.onemodel", 320), ("InvalidModel-length-float-short.onemodel", 320)):
         assert shrink(HOSTILE / name, out, 30)[0] == 0
         assert out.stat().st_size <= limit, (name, out.stat().st_size)
@@ -138,5 +150,7 @@ def test_defects_injected_into_a_realistic_model_shrink_to_a_few_hundred_bytes(r
         assert rc == 0, err
         got = failure(small)
         assert (got[0], shape_of(got[1])) == (kind, shape), name
+        # exactly the one problem asked for (it once dropped opsets: rule 4 then failed on every node)
+        assert [(p.kind.value, shape_of(p.where)) for p in problems(small)] == [(kind, shape)], name
         assert small.stat().st_size <= 2048, (name, small.stat().st_size)
     assert digest(realistic) == before

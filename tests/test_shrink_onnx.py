@@ -73,6 +73,12 @@ def test_external_data_cases_shrink_to_onnx_failing_the_same_way(name, model, pr
     assert digest(src) == before
     m = onnx.load_model(str(out), load_external_data=False)  # OUT is ONNX
     assert len(m.graph.node) == 0 and len(m.graph.initializer) == 1  # only the tensor the problem is about
+    # exactly one problem when IN has one (never more than IN's)
+    from onemodel_viewer import format as omf
+
+    with omf.open(src, mode="diagnose") as a, omf.open(out, mode="diagnose") as b:
+        had, got = a.problems, b.problems
+    assert len(got) == 1 if len(had) == 1 else 1 <= len(got) <= len(had), (got, had)
 
 
 def _model(tmp_path, name, nodes, inits=(), **kw) -> Path:

@@ -32,6 +32,41 @@ class Budget(Exception):
     """The time budget is spent."""
 
 
+class FewestProblems:
+    """The "valid in every other way" half of a shrink's test: a candidate's diagnose-mode problems
+    start with the target and are no more than the fewest any accepted candidate had (IN's to begin
+    with). So a step that breaks something else (dropping ``opsets`` breaks rule 4 on every node)
+    is refused, and OUT of an IN with one problem has exactly that one."""
+
+    def __init__(self, target, limit: int) -> None:
+        self.target = target
+        self.limit = max(1, limit)
+
+    @staticmethod
+    def problems(path: str) -> list | None:
+        """``path``'s diagnose-mode problems (None: it could not be opened at all)."""
+        from ..format.errors import FormatError
+        from ..format.reader import open_path
+
+        try:
+            doc = open_path(path, mode="diagnose")
+        except FormatError:
+            return None
+        except Exception:  # noqa: BLE001 - a reader bug: not the failure we look for
+            return None
+        try:
+            return list(doc.problems)
+        finally:
+            doc.close()
+
+    def __call__(self, path: str) -> bool:
+        probs = self.problems(path)
+        if not probs or not self.target.matches(probs[0]) or len(probs) > self.limit:
+            return False
+        self.limit = len(probs)
+        return True
+
+
 def short_names(taken: set):
     """a, b, ..., z, aa, ab, ... skipping strings already in use (the names a shrink renames to)."""
     n = 1

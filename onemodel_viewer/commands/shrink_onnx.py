@@ -33,7 +33,7 @@ import tempfile
 import time
 
 from ..format.errors import FormatError, Kind
-from .shrink_bytes import Budget, in_halving_groups, short_names
+from .shrink_bytes import Budget, FewestProblems, in_halving_groups, short_names
 
 _DIGITS = re.compile(r"\d+")
 _CLEAR = ("doc_string", "producer_name", "producer_version", "domain", "model_version")
@@ -59,6 +59,8 @@ class OnnxTester:
         self.path = os.path.join(self.dir, name)
         """IN's own name (a location naming the model file itself stays a self-reference)."""
         self.tests = 0
+        self.fewest = FewestProblems(target, 1)
+        """The reader's target: set to IN's problem count before the search (never more problems than that)."""
         for loc, size in externals:
             if os.path.normpath(loc) == name:
                 continue
@@ -77,6 +79,8 @@ class OnnxTester:
         self.tests += 1
         with open(self.path, "wb") as f:
             f.write(data)
+        if self.checker is None:
+            return self.fewest(self.path)
         return fails_like(self.path, self.target, self.checker)
 
 
@@ -479,6 +483,7 @@ def shrink_onnx(src: str, target, checker: str | None, deadline: float, say):
     test = OnnxTester(target, checker, deadline, external_files(model, os.path.dirname(os.path.abspath(src))),
                       os.path.basename(src))
     budget = False
+    test.fewest.limit = len(FewestProblems.problems(src) or ()) or 1
     try:
         if not test(model.SerializeToString()):
             return None, test.tests, False

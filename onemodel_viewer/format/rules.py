@@ -114,7 +114,8 @@ class Resolver:
         attr_names = set(f.attribute_names) | {a.name for a in f.attribute_defaults}
         defs: dict[str, int] = {}
         for i, name in enumerate(f.inputs):
-            if name == "":
+            if name == "":  # CLARIFICATIONS: "" never names a value, so it cannot be defined either
+                self.bad(Kind.INVALID_MODEL, f"{f.where}.inputs[{i}]", "a function input named '' defines no value")
                 continue
             if name in defs:
                 self.bad(Kind.INVALID_MODEL, f"{f.where}.inputs[{i}]", f"{name!r} is defined twice")
@@ -199,7 +200,8 @@ class Resolver:
         defs: dict[str, int] = {}
         inputs: set = set()
         for vi in g.inputs:
-            if vi.name == "":
+            if vi.name == "":  # CLARIFICATIONS: "" never names a value, so it cannot be defined either
+                self.bad(Kind.INVALID_MODEL, f"{vi.where}.name", "a graph input named '' defines no value")
                 continue
             if vi.name in defs:
                 self.bad(Kind.INVALID_MODEL, f"{vi.where}.name", f"{vi.name!r} is already defined in this graph")
@@ -301,10 +303,11 @@ class Resolver:
 
     def define_init(self, name: str, where: str, field: str, defs: dict, inputs: set, attached: set) -> None:
         """Define an initializer's ``name`` (its name string: ``where + field``, made only to report)."""
+        if name == "":  # CLARIFICATIONS: "" never names a value (an initializer of no value)
+            self.bad(Kind.INVALID_MODEL, where + field, "an initializer named '' defines no value")
+            return
         if name in inputs and name not in attached:
             attached.add(name)
-            return
-        if name == "":
             return
         if name in defs:
             self.bad(Kind.INVALID_MODEL, where + field, f"{name!r} is already defined in this graph")

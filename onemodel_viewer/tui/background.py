@@ -220,7 +220,7 @@ class BackgroundWork:
             if insight is not None and insight.doc is doc and not cancel.is_set():
                 insight.run(cancel)
             self._prepare_search(doc, facts, cancel)
-            if doc.source == "onemodel" and doc is self.document and not cancel.is_set():
+            if doc.source in ("onemodel", "onnx") and doc is self.document and not cancel.is_set():
                 self._file_findings(doc, cancel)
         finally:
             if settled is not None:

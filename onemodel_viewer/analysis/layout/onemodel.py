@@ -350,13 +350,21 @@ def file_findings(
     doc: Document, lay: Layout | None = None, *, cancel: threading.Event | None = None, canonical: bool = True,
     parsed=None,
 ) -> list[Finding]:
-    """Findings that need the byte layout or the writer (see the module docstring).
+    """Findings that need the byte layout or the writer (see the module docstring); for an ONNX file
+    with external data, its weights files' findings (:func:`.external.external_findings`).
 
     ``canonical=False`` skips ``noncanonical-manifest``: without ``parsed`` (the open's
     :class:`~onemodel_viewer.format.onemodel.manifest.Parsed`, from ``reader.open_with_manifest``) it
     re-encodes the whole manifest with the writer, which costs about as much as opening the file.
     ``cancel`` set: the scans stop and the result is incomplete (``[]`` once the layout is done).
     """
+    if doc.source == "onnx" and doc.external_files:
+        # the weights files' findings (shared-bytes, unowned-bytes...): what --check lists, so --diff and
+        # the viewer show them too
+        from .external import external_findings, external_layout
+
+        layouts = external_layout(doc, cancel=cancel)
+        return [] if cancel is not None and cancel.is_set() else external_findings(layouts)
     if doc.source != "onemodel" or doc.header is None:
         return []
     if lay is None:

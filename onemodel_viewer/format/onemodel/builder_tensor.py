@@ -322,17 +322,17 @@ class TensorBuilder:
                 good = False
         do = self.data_offset
         if good:
+            # the offending bytes when they start inside the data region, else the manifest bytes that
+            # claim them (an offset of 2^63 points at no byte of the file)
+            at = do + offset if do is not None and self.data_length is not None and offset < self.data_length else LOCATE
             if length > 0 and offset % 64:
-                self.bad(
-                    Kind.MALFORMED, f"{w}.data.offset", f"offset {offset} is not a multiple of 64",
-                    offset=do + offset if do is not None else None,
-                )
+                self.bad(Kind.MALFORMED, f"{w}.data.offset", f"offset {offset} is not a multiple of 64", offset=at)
                 good = False
             elif self.data_length is not None and offset + length > self.data_length:
                 self.bad(
                     Kind.MALFORMED, f"{w}.data",
                     f"bytes {offset}..{offset + length} run past the {self.data_length}-byte data region",
-                    offset=do + offset if do is not None else None,
+                    offset=at,
                 )
                 good = False
         if good and do is not None and self.storage is not None:

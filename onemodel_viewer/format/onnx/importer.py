@@ -220,6 +220,8 @@ class _Importer(TensorDecoding, AttributeDecoding):
 
     def model(self, mp) -> Model:
         self.dropped(mp, ("training_info", "configuration"), "onnx")
+        if mp.ir_version < 3:  # unset (0) or older than OneModel's minimum (section 2.1): nothing could write it
+            self.problem(Kind.INVALID_MODEL, "onnx.ir_version", f"ir_version {mp.ir_version} is below 3")
         return Model(
             ir_version=mp.ir_version,
             graph=self.graph(mp.graph, "onnx.graph"),

@@ -198,4 +198,11 @@ class TensorDecoding:
     def sparse(self, sp, where: str) -> SparseTensor:
         values = self.tensor(sp.values, where + ".values")
         indices = self.tensor(sp.indices, where + ".indices")
-        return SparseTensor(values, indices, tuple(sp.dims), where)
+        dims = tuple(sp.dims)
+        count = 1
+        for d in dims:  # bounded as the OneModel reader's: a 10^5-dim product is never built
+            if count < MAX_COUNT and d >= 0:
+                count *= d
+        if count >= MAX_COUNT and 0 not in dims:  # the OneModel reader (and writer) refuse it too
+            self.problem(Kind.UNSUPPORTED, where + ".dims", "element count is 2^60 or more")
+        return SparseTensor(values, indices, dims, where)

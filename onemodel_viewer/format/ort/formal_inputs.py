@@ -25,6 +25,8 @@ def onnx_domain(domain: str) -> str:
 def _lookup(op: str, version: int, domain: str):
     import onnx.defs
 
+    if not 0 <= version < 1 << 31:  # onnx's C++ binding takes an int: a wider version raised TypeError (fuzzing)
+        return None
     try:
         return onnx.defs.get_schema(op, version, domain)
     except onnx.defs.SchemaError:

@@ -62,7 +62,8 @@ def field_pos(buf, d: dict, table: str, name: str) -> int:
     vo = _VO[table][name]
     vsize = struct.unpack_from("<H", buf, vt)[0]
     fo = struct.unpack_from("<H", buf, vt + vo)[0] if vo < vsize else 0
-    return d["@"] + fo if fo else d["@"]
+    # a slot the verifier refused (the field lies past its table, even past the file): the table's offset
+    return d["@"] + fo if fo and d["@"] + fo < len(buf) else d["@"]
 
 
 def target_pos(buf, d: dict, table: str, name: str) -> int:
@@ -174,6 +175,9 @@ class Importer:
             if e is not None:
                 ew = f"{w}.metadata_props[{i}]"
                 metadata.append((self.text(e, "key", "StringStringEntry", ew), self.text(e, "value", "StringStringEntry", ew)))
+        if m.get("ir_version", 0) < 3:  # as OneModel (section 2.1) and ONNX: no model is written without one
+            self.bad(Kind.INVALID_MODEL, w + ".ir_version", field_pos(self.buf, m, "Model", "ir_version"),
+                     f"ir_version {m.get('ir_version', 0)} is below 3")
         if not self.need(m, "graph", "Model", w):
             return None
         graph = self.graph(m["graph"], w + ".graph", 1, doc=self.text(m, "graph_doc_string", "Model", w))
@@ -349,6 +353,12 @@ class Importer:
         values = self.tensor(s["values"], w + ".values")
         indices = self.tensor(s["indices"], w + ".indices")
         dims = tuple(s.get("dims") or ())
+        count = 1
+        for d in dims:  # bounded: as the OneModel reader, which refuses the written file otherwise
+            if count < MAX_COUNT and d >= 0:
+                count *= d
+        if count >= MAX_COUNT and 0 not in dims:
+            self.bad(Kind.UNSUPPORTED, w + ".dims", target_pos(self.buf, s, "SparseTensor", "dims"), "element count is 2^60 or more")
         return SparseTensor(values, indices, dims, w)
 
     def tensor(self, t: dict, w: str) -> Tensor:

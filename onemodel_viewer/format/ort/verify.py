@@ -5,9 +5,10 @@ google/flatbuffers ``verifier.h`` does for generated code: :class:`Walker` check
 soffset, its vtable (inside the buffer, 2-aligned, sizes even and at least 4), each present
 field (inside the table, aligned), each offset it follows (non-zero, target inside the buffer,
 aligned), each vector and string length (64-bit arithmetic, against the buffer), every string's
-NUL terminator, union type codes, a depth limit on nested tables and a budget on the tables
-visited (shared sub-tables cannot expand a small file into millions of objects). Only then is a
-value decoded. The result is plain data: each table a ``dict`` of its present fields (``"@"``:
+NUL terminator, union type codes, a depth limit on nested tables, a budget on the tables visited
+and a budget on the whole walk's work (shared sub-tables and shared vectors cannot expand a small
+file into millions of objects), and at most :data:`MAX_PROBLEMS` problems: diagnose mode is bounded
+as strict mode is. Only then is a value decoded. The result is plain data: each table a ``dict`` of its present fields (``"@"``:
 the table's offset, ``"@vt"``: its vtable's), strings as ``bytes``, scalar vectors as tuples,
 ``[uint8]`` vectors as ``(payload offset, length)`` (never read), float32 as their bit patterns.
 
@@ -17,7 +18,8 @@ owner)`` with kind ``root``, ``vtable``, ``table``, ``vector``, ``string`` or ``
 
 Problems (through a :class:`~..reader.Reporter`: strict raises the first, diagnose records and
 goes on) are ``Malformed`` at the path of the field whose bytes are wrong, offset = the bad bytes;
-nesting beyond :data:`MAX_DEPTH` or more than the table budget is ``Unsupported``. A defective
+nesting beyond :data:`MAX_DEPTH`, more than the table budget or the work budget, and the problem
+cap (diagnose mode) are ``Unsupported``, and the walk stops there. A defective
 field is left out of its table's dict and its name recorded in ``"@bad"``, so the importer can
 tell "absent" from "unreadable" (one problem per defect).
 """
@@ -35,6 +37,15 @@ Attribute); the importer's own limit of 64 graph levels (as for OneModel) is rea
 TABLE_BUDGET_MIN = 4096
 """The table budget is ``max(TABLE_BUDGET_MIN, file size // 4)``: distinct tables take at least
 4 bytes each, so a file visiting more has shared sub-tables expanding it."""
+WORK_BUDGET_MIN = 1 << 16
+"""The work budget is ``max(WORK_BUDGET_MIN, 2 * file size)`` units. A table costs 1 + its vtable's
+slots, an offset vector 1 + its elements, a struct vector 1 + its elements, a scalar vector
+1 + elements / 8, a string or byte vector 1. A file's own objects are disjoint and each costs at
+most its byte count, so a walk costing more follows shared objects over and over (one node's
+4000-entry input list under 4000 node offsets: 16 million string checks in a 32 KiB file)."""
+MAX_PROBLEMS = 10_000
+"""Problems one walk reports before it stops (diagnose mode: a shared vector of bad offsets under
+shared tables would otherwise report the same defects millions of times)."""
 IDENTIFIER = b"ORTM"
 ROOT = "InferenceSession"
 
@@ -102,7 +113,7 @@ class Walker:
     """
 
     def __init__(self, buf, size: int, report, *, max_depth: int = MAX_DEPTH, budget: int | None = None,
-                 need=None, hint=None) -> None:
+                 need=None, hint=None, work_budget: int | None = None) -> None:
         self.buf = buf
         self.need = need
         self.hint = hint
@@ -110,14 +121,31 @@ class Walker:
         self.report = report
         self.max_depth = max_depth
         self.budget = max(TABLE_BUDGET_MIN, size // 4) if budget is None else budget
+        self.work_budget = max(WORK_BUDGET_MIN, 2 * size) if work_budget is None else work_budget
         self.tables = 0
+        self.work = 0
+        self.problem_count = 0
         self.exhausted = False
         self.spans: list[tuple[int, int, str, str]] = []
         self._vtables: set[int] = set()
 
     # -- reporting
     def bad(self, kind: Kind, where: str, offset: int | None, message: str) -> None:
-        self.report(kind, where, offset, message)
+        self.problem_count += 1
+        self.report(kind, where, offset, message)  # strict mode raises here
+        if self.problem_count >= MAX_PROBLEMS and not self.exhausted:
+            self.exhausted = True
+            self.report(Kind.UNSUPPORTED, where, offset, f"{MAX_PROBLEMS} problems found: the walk stops here")
+
+    def spend(self, units: int, where: str, offset: int) -> bool:
+        """Charge ``units`` of work; False (and one Unsupported problem) once the work budget is passed."""
+        self.work += units
+        if self.work > self.work_budget and not self.exhausted:
+            self.exhausted = True
+            self.bad(Kind.UNSUPPORTED, where, offset,
+                     f"the walk passed its work budget ({self.work_budget} units for a {self.size}-byte file): "
+                     "shared tables or vectors expand it")
+        return not self.exhausted
 
     # -- the root
     def root(self) -> dict | None:
@@ -187,6 +215,8 @@ class Walker:
             return None
         if tsize < 4 or pos + tsize > size:
             self.bad(Kind.MALFORMED, where, vt + 2, f"table size {tsize} at {pos} is below 4 or past the end of the buffer")
+            return None
+        if not self.spend(1 + vsize // 2, where, pos):
             return None
         if need is not None:
             need(vt, vsize)
@@ -271,6 +301,8 @@ class Walker:
         return n
 
     def string(self, pos: int, where: str) -> bytes | None:
+        if not self.spend(1, where, pos):
+            return None
         n = self._length(pos, 1, where, "string")
         if n is None:
             return None
@@ -283,6 +315,8 @@ class Walker:
 
     def vector(self, pos: int, kind: int, info, where: str, depth: int):
         buf = self.buf
+        if self.exhausted:
+            return None
         if kind == _K_VBYTES:
             n = self._length(pos, 1, where, "vector", elements=False)
             if n is None:
@@ -294,7 +328,7 @@ class Walker:
         if kind == _K_VSCALAR:
             code, es = info
             n = self._length(pos, es, where, "vector")
-            if n is None:
+            if n is None or not self.spend(1 + n // 8, where, pos):
                 return None
             if es == 8 and (pos + 4) % 8 and n:
                 self.bad(Kind.MALFORMED, where, pos + 4, f"{n} 8-byte elements at {pos + 4}, not 8-byte aligned")
@@ -304,12 +338,12 @@ class Walker:
         if kind == _K_VSTRUCT:
             es, st, names = info
             n = self._length(pos, es, where, "vector")
-            if n is None:
+            if n is None or not self.spend(1 + n, where, pos):
                 return None
             self.spans.append((pos, 4 + n * es, "vector", where))
             return tuple(dict(zip(names, st.unpack_from(buf, pos + 4 + i * es))) for i in range(n))
         n = self._length(pos, 4, where, "vector")
-        if n is None:
+        if n is None or not self.spend(1 + n, where, pos):
             return None
         self.spans.append((pos, 4 + 4 * n, "vector", where))
         if self.hint is not None and n > 1 and kind == _K_VTABLE:  # where the tables are (checked when visited)
@@ -322,8 +356,7 @@ class Walker:
             at += 4
             if target is None:
                 out.append(None)
-                continue
-            if kind == _K_VSTRING:
+            elif kind == _K_VSTRING:
                 out.append(self.string(target, w))
             else:
                 out.append(self.table(target, info, w, depth + 1))
