@@ -168,7 +168,7 @@ class LayoutScreen(ModalScreen[Any]):
     """A table of extents; enter returns the chosen extent's start offset."""
 
     BINDINGS = [Binding("escape,l,q", "close", "Close"), Binding("enter", "choose", "Go to"),
-                Binding("s", "scan", "Fetch and scan padding")]
+                Binding("s", "scan", "Fetch and scan padding", show=False)]  # only a file at a URL has a scan
     """
     | Key(s) | Description |
     | :- | :- |
