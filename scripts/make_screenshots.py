@@ -92,6 +92,7 @@ SHOTS = [
     ("viewer-byte-inspector.svg", VALID / "showcase.onemodel",
      then(_init("embed.positions"), "i", "h", "right", "right", "right", "right", "right")),
     ("viewer-used-by.svg", VALID / "subgraphs.onemodel", then(lambda m: m.graph.inputs[0].where, "u")),
+    ("viewer-outline.svg", VALID / "showcase.onemodel", ("O",)),
 ]
 
 
