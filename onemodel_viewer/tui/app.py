@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
+from contextlib import suppress
 from typing import Any, Iterable
 
 from rich.text import Text
@@ -39,7 +40,7 @@ from ..format.document import Document
 from ..format.errors import FormatError, Kind
 from ..format.schema import Tensor
 from ..format.storage import Storage
-from ..process import freeze_gc, pause_gc
+from ..process import freeze_gc, frozen_garbage, pause_gc
 from .background import BackgroundWork, open_for_viewer
 from .hex.bytemap import ByteMap, FileMaps
 from .widgets.describe import Describer
@@ -498,16 +499,15 @@ class OneModelApp(BackgroundWork, SearchActions, InsightActions, EditActions, Ou
         False: the caller puts the cursor (and fills the detail pane); ``later`` not None: the tree keeps its
         rows (another read of the same file: :meth:`.StructureTree.set_entries`), the caller closes the old one."""
         old = self.document
+        frozen_garbage()  # the old document's widgets and rows, frozen while shown, die: collected at the next freeze
         self.document = doc
         self.unchecked_manifest = unchecked
         self.path = doc.path
         self.current = self.first_selection = None
         self._setup(select_first, later)
         if old is not None and old is not doc and later is None:
-            try:
+            with suppress(Exception):
                 old.close()
-            except Exception:
-                pass
 
     def action_reload(self) -> None:
         if not self.path:
