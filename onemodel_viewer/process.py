@@ -14,11 +14,14 @@ frees there and then: that thread is not the UI's).
 * :func:`freeze_gc` — the viewer, once its first screen is up and its background job done
   (``tui/background.py``): everything alive then (the
   model, the widgets) lives until exit; freezing keeps it out of every later collection.
-* :func:`frozen_garbage` — the viewer replaced its document (another file opened, a reload, an edit's
-  re-read): the old document's widgets, rows and caches were frozen while alive, and frozen objects
-  are never collected, so their cycles stayed in memory for good (the soak: ~2.7 MiB per file opened,
-  ~25,000 frozen objects, most of them garbage). The next :func:`freeze_gc` unfreezes and collects
-  once before freezing again (a full collection: its cost grows with the model, once per document).
+* :func:`frozen_garbage` — the viewer replaced its document (another file opened, a reload): the old
+  document's widgets, rows and caches were frozen while alive, and frozen objects are never
+  collected, so their cycles stayed in memory for good (the soak: ~2.7 MiB per file opened, ~25,000
+  frozen objects a file, most of them garbage). The next :func:`freeze_gc` unfreezes and collects
+  once before freezing again: a full collection (~60-110 ms for ~10^5 objects on a loaded machine;
+  it grows with the model), once per file opened. Not after an edit's re-read (the tree keeps its
+  rows; a collection per edit would block each edit as long): what an edit leaves frozen waits for
+  the next file opened.
 * :func:`favour_ui_thread` — while the viewer's background job runs: a 1 ms switch interval (the
   default 5 ms is how long the UI thread may wait for the interpreter each time it let go of it).
 * :func:`free_later` — the viewer's edit mode replaces the shown document after each edit: closing

@@ -499,13 +499,13 @@ class OneModelApp(BackgroundWork, SearchActions, InsightActions, EditActions, Ou
         False: the caller puts the cursor (and fills the detail pane); ``later`` not None: the tree keeps its
         rows (another read of the same file: :meth:`.StructureTree.set_entries`), the caller closes the old one."""
         old = self.document
-        frozen_garbage()  # the old document's widgets and rows, frozen while shown, die: collected at the next freeze
         self.document = doc
         self.unchecked_manifest = unchecked
         self.path = doc.path
         self.current = self.first_selection = None
         self._setup(select_first, later)
         if old is not None and old is not doc and later is None:
+            frozen_garbage()  # its widgets and rows, frozen while shown, die (not an edit's re-read: rows kept)
             with suppress(Exception):
                 old.close()
 
