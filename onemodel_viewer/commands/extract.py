@@ -13,6 +13,7 @@ from __future__ import annotations
 import sys
 
 from ..textsafe import visible
+from .unreadable import no_model_message
 
 PROG = "onemodel-view"
 
@@ -34,8 +35,7 @@ def run_extract(src: str, name: str, out: str) -> int:
         return _fail(f"{src}: {e}")
     with doc:
         if doc.model is None:
-            first = doc.problems[0] if doc.problems else None
-            return _fail(f"{src}: no model could be read" + (f" ({first.kind} at {first.where}: {first.message})" if first else ""))
+            return _fail(no_model_message(src, doc))
         tensors = all_tensors(doc.model)
         hits = [t for t in tensors if t.where == name] or [t for t in tensors if t.name == name]
         if not hits:

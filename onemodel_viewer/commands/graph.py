@@ -17,6 +17,7 @@ import subprocess
 import sys
 
 from ..textsafe import visible
+from .unreadable import no_model_message
 
 PROG = "onemodel-view"
 INSTALL = "install Graphviz (apt-get install graphviz, dnf install graphviz, brew install graphviz) or write OUT.dot"
@@ -62,8 +63,7 @@ def run_graph(src: str, out: str, depth_text: str | None = None) -> int:
         return _fail(f"{src}: {e}")
     with doc:
         if doc.model is None:
-            first = doc.problems[0] if doc.problems else None
-            return _fail(f"{src}: no model could be read" + (f" ({first.kind} at {first.where}: {first.message})" if first else ""))
+            return _fail(no_model_message(src, doc))
         if doc.problems:
             print(f"{PROG}: --graph: {visible(src)} has {len(doc.problems)} problem{'s' if len(doc.problems) > 1 else ''}; "
                   "drawing what could be read", file=sys.stderr)
