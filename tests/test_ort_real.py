@@ -26,6 +26,7 @@ from onemodel_viewer import cli  # noqa: E402
 from onemodel_viewer import format as omf  # noqa: E402
 from onemodel_viewer.format.dtypes import AttrType
 from onemodel_viewer.format.schema import walk_graphs  # noqa: E402
+from ort_convert import to_ort  # noqa: E402 - tests/ helper
 
 ROOT = Path(__file__).resolve().parent.parent
 VALID = ROOT / "testdata" / "valid"
@@ -33,15 +34,6 @@ TESTDATA = ["external", "out_of_order", "showcase", "sparse", "strings", "subgra
 BACKEND = ["test_if", "test_loop11", "test_scan9_sum", "test_conv_with_strides_padding", "test_gemm_default_matrix_bias",
            "test_lstm_defaults", "test_batchnorm_epsilon", "test_layer_normalization_2d_axis0"]
 NOT_DIFF_EQUAL = {"showcase": "ORT inlines its model-local functions (a real structural change)"}
-
-
-def to_ort(src: Path, dst: Path) -> None:
-    so = ort.SessionOptions()
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    so.optimized_model_filepath = str(dst)
-    so.add_session_config_entry("session.save_model_format", "ORT")
-    so.log_severity_level = 3
-    ort.InferenceSession(str(src), so, providers=["CPUExecutionProvider"])
 
 
 @pytest.fixture(scope="module")

@@ -17,15 +17,10 @@ onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 from onemodel_viewer import cli  # noqa: E402
+from ort_convert import to_ort  # noqa: E402 - tests/ helper
 
 
-def convert(src, dst) -> None:
-    so = ort.SessionOptions()
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    so.optimized_model_filepath = str(dst)
-    so.add_session_config_entry("session.save_model_format", "ORT")
-    so.log_severity_level = 3
-    ort.InferenceSession(str(src), so, providers=["CPUExecutionProvider"])
+convert = to_ort
 
 
 def diff(a, b) -> dict:

@@ -17,6 +17,7 @@ from onemodel_viewer.format.schema import all_tensors
 
 sys.path.insert(0, str(Path(__file__).parent))
 from remote_server import RangeServer  # noqa: E402
+from ort_convert import to_ort  # noqa: E402 - tests/ helper
 
 
 @pytest.fixture(scope="module")
@@ -36,12 +37,7 @@ def big_ort(tmp_path_factory) -> Path:
                           [helper.make_tensor_value_info(prev, TensorProto.FLOAT, [1, 1024])], initializer=inits)
     src, dst = d / "m.onnx", d / "m.ort"
     src.write_bytes(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString())
-    so = ort.SessionOptions()
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    so.optimized_model_filepath = str(dst)
-    so.add_session_config_entry("session.save_model_format", "ORT")
-    so.log_severity_level = 3
-    ort.InferenceSession(str(src), so, providers=["CPUExecutionProvider"])
+    to_ort(src, dst)
     return dst
 
 
