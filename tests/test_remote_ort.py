@@ -23,7 +23,7 @@ from ort_convert import to_ort  # noqa: E402 - tests/ helper
 @pytest.fixture(scope="module")
 def big_ort(tmp_path_factory) -> Path:
     """A real .ort (ONNX Runtime's converter) of four 4 MiB initializers."""
-    ort = pytest.importorskip("onnxruntime")
+    pytest.importorskip("onnxruntime")
     from onnx import TensorProto, helper, numpy_helper
 
     d = tmp_path_factory.mktemp("ort")
